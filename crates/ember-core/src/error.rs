@@ -1,0 +1,129 @@
+//! The error type shared by every Ember library crate.
+
+use std::path::PathBuf;
+
+/// Shorthand for `Result<T, ember_core::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a user of an Ember library can get wrong, each variant naming the offending
+/// value and what would have been allowed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An argument lies outside its allowed range.
+    #[error("invalid {name}: got {value}, expected {expected}")]
+    InvalidArgument {
+        /// Name of the argument or config field.
+        name: String,
+        /// The value that was given, formatted.
+        value: String,
+        /// The allowed range or set, in words.
+        expected: String,
+    },
+    /// A slice or tensor has the wrong length or shape.
+    #[error("shape mismatch for {what}: expected {expected}, got {got}")]
+    Shape {
+        /// What was being checked (e.g. `obs`).
+        what: String,
+        /// The expected length or shape, formatted.
+        expected: String,
+        /// The length or shape that was given, formatted.
+        got: String,
+    },
+    /// More items were requested than are available.
+    #[error("cannot draw {requested} {what}: only {available} available")]
+    NotEnough {
+        /// What was requested (e.g. `distinct transitions with non-zero weight`).
+        what: String,
+        /// How many were requested.
+        requested: usize,
+        /// How many there are.
+        available: usize,
+    },
+    /// A weighted draw was asked of weights that are all zero.
+    #[error("all sampling weights are zero ({context})")]
+    ZeroWeight {
+        /// Where it happened.
+        context: String,
+    },
+    /// A value that must be finite was NaN or infinite.
+    #[error("non-finite {name}: {value}")]
+    NonFinite {
+        /// Name of the value (e.g. `priority[17]`, `critic loss`).
+        name: String,
+        /// The value itself.
+        value: f64,
+    },
+    /// An action does not belong to the action space.
+    #[error("action {action} is outside the action space {space}")]
+    InvalidAction {
+        /// The action, formatted.
+        action: String,
+        /// The space, formatted.
+        space: String,
+    },
+    /// A file could not be read or written.
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file exists but its contents are not what Ember wrote (truncated, corrupted, or
+    /// of another kind).
+    #[error("{} is not a valid {kind} file: {reason}", path.display())]
+    Corrupt {
+        /// The file concerned.
+        path: PathBuf,
+        /// What kind of file was expected (e.g. `replay buffer`).
+        kind: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Builds [`Error::InvalidArgument`].
+    pub fn invalid(
+        name: impl Into<String>,
+        value: impl std::fmt::Display,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::InvalidArgument {
+            name: name.into(),
+            value: value.to_string(),
+            expected: expected.into(),
+        }
+    }
+
+    /// Builds [`Error::Shape`] for a length mismatch.
+    pub fn shape(what: impl Into<String>, expected: usize, got: usize) -> Self {
+        Error::Shape {
+            what: what.into(),
+            expected: expected.to_string(),
+            got: got.to_string(),
+        }
+    }
+
+    /// Returns `Ok(())` if `got == expected`, else [`Error::Shape`].
+    pub fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
+        if expected == got {
+            Ok(())
+        } else {
+            Err(Error::shape(what, expected, got))
+        }
+    }
+
+    /// Returns `Ok(value)` if `value` is finite, else [`Error::NonFinite`] naming it.
+    pub fn check_finite(name: impl FnOnce() -> String, value: f64) -> Result<f64> {
+        if value.is_finite() {
+            Ok(value)
+        } else {
+            Err(Error::NonFinite {
+                name: name(),
+                value,
+            })
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! # ember-core
+//!
+//! The vocabulary every Ember crate shares: observation/action [`Space`]s, the [`Env`] trait
+//! with Gymnasium semantics, borrowed [`Transition`]s and column-major [`Batch`]es, the
+//! [`Error`] type, and the seedable [`EmberRng`].
+//!
+//! ```
+//! use ember_core::{BoxSpace, EmberRng, Error, Space};
+//!
+//! let space = Space::Box(BoxSpace::uniform(3, -1.0, 1.0)?);
+//! assert_eq!(space.flat_dim(), 3);
+//!
+//! let mut rng = EmberRng::seed_from(42);
+//! let u = rng.next_f64();
+//! assert!((0.0..1.0).contains(&u));
+//! # Ok::<(), Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod env;
+pub mod error;
+pub mod rng;
+pub mod space;
+pub mod transition;
+
+pub use env::{Action, Env, Step, StepInfo};
+pub use error::{Error, Result};
+pub use rng::EmberRng;
+pub use space::{BoxSpace, Discrete, Space};
+pub use transition::{Batch, Transition};

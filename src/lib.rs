@@ -1,0 +1,17 @@
+//! # ember
+//!
+//! The front crate of the Ember workspace: re-exports the component crates so that one
+//! dependency brings them all. Each crate can also be used on its own.
+//!
+//! ```
+//! use ember::replay::{ReplayBuffer, RingStorage, Uniform};
+//!
+//! let buffer = ReplayBuffer::new(RingStorage::new(16, 4, 1)?, Uniform::new(16, true), 0)?;
+//! assert!(buffer.is_empty());
+//! # Ok::<(), ember::core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub use ember_core as core;
+pub use ember_replay as replay;
