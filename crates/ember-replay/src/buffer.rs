@@ -203,7 +203,7 @@ impl<S: Sampler> ReplayBuffer<S> {
                 S::KIND
             )));
         }
-        let max = u32::MAX as usize;
+        let max = i32::MAX as usize;
         let capacity = dec.len("capacity", max)?;
         let obs_dim = dec.len("obs_dim", 1 << 20)?;
         let act_dim = dec.len("act_dim", 1 << 20)?;

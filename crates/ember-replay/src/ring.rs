@@ -44,8 +44,8 @@ impl RingStorage {
         act_dim: usize,
         extras: Vec<ColumnSpec>,
     ) -> Result<Self> {
-        if capacity == 0 || capacity > u32::MAX as usize {
-            return Err(Error::invalid("capacity", capacity, "1..=4294967295"));
+        if capacity == 0 || capacity > i32::MAX as usize {
+            return Err(Error::invalid("capacity", capacity, "1..=2147483647"));
         }
         if obs_dim == 0 {
             return Err(Error::invalid("obs_dim", obs_dim, ">= 1"));

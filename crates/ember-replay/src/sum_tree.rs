@@ -15,10 +15,11 @@ use crate::layout::{ARITY, Layout, prefetch};
 #[repr(C, align(128))]
 struct SumBlock([f64; ARITY]);
 
-/// Sixteen child counts: one cache line, aligned.
+/// Sixteen child counts: one cache line, aligned (`i32`: converts to `f64` in one packed
+/// instruction; capacities are limited to `i32::MAX`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(64))]
-struct CountBlock([u32; ARITY]);
+struct CountBlock([i32; ARITY]);
 
 /// Sum tree with occupancy counts; see the module docs.
 #[derive(Clone, Debug)]
@@ -108,7 +109,7 @@ impl SumTree {
     /// Total mass with every occupied leaf shifted by `shift`: `sum + count · shift`,
     /// computed as the descent sees it.
     pub fn total(&self, shift: f64) -> f64 {
-        masses(&self.sums[0], &self.counts[0], shift).iter().sum()
+        block_sum(&masses(&self.sums[0], &self.counts[0], shift))
     }
 
     /// Finds the leaf where the cumulative shifted mass first exceeds `u`
@@ -132,6 +133,34 @@ impl SumTree {
     }
 
     fn descend<const SHIFT: bool>(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { self.descend_avx2::<SHIFT>(shift, us, out) };
+            return;
+        }
+        self.descend_chunks::<SHIFT>(shift, us, out);
+    }
+
+    /// The same code compiled for AVX2, where the masses of a block vectorise.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn descend_avx2<const SHIFT: bool>(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
+        self.descend_chunks::<SHIFT>(shift, us, out);
+    }
+
+    /// Descends in chunks small enough that the blocks prefetched for one level are still
+    /// in L1 when the chunk's next level reads them.
+    #[inline(always)]
+    fn descend_chunks<const SHIFT: bool>(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
+        const CHUNK: usize = 32;
+        for (u, node) in us.chunks_mut(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            self.descend_chunk::<SHIFT>(shift, u, node);
+        }
+    }
+
+    #[inline(always)]
+    fn descend_chunk<const SHIFT: bool>(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
         let depth = self.layout.depth();
         out.fill(0);
         for level in 0..depth {
@@ -189,7 +218,7 @@ impl SumTree {
     }
 
     #[inline]
-    fn write_leaf(&mut self, i: usize, v: f64, c: u32) {
+    fn write_leaf(&mut self, i: usize, v: f64, c: i32) {
         assert!(i < self.capacity(), "leaf {i} out of range");
         let (b, lane) = self.layout.leaf(i);
         self.sums[b].0[lane] = v;
@@ -227,10 +256,28 @@ impl SumTree {
     }
 }
 
-/// Sum and count of one block, summed in lane order (the order [`pick`] accumulates in).
+/// Sum and count of one block; the sum is grouped as [`pick`] groups it.
 #[inline]
-fn block_totals(s: &SumBlock, c: &CountBlock) -> (f64, u32) {
-    (s.0.iter().sum(), c.0.iter().sum())
+fn block_totals(s: &SumBlock, c: &CountBlock) -> (f64, i32) {
+    (block_sum(&s.0), c.0.iter().sum())
+}
+
+/// Sums 16 values as four pairwise groups of four, added left to right: the association
+/// [`pick`] uses, so that for unshifted trees a parent entry equals the descent's total.
+#[inline(always)]
+fn group_sums(m: &[f64; ARITY]) -> [f64; 4] {
+    [
+        (m[0] + m[1]) + (m[2] + m[3]),
+        (m[4] + m[5]) + (m[6] + m[7]),
+        (m[8] + m[9]) + (m[10] + m[11]),
+        (m[12] + m[13]) + (m[14] + m[15]),
+    ]
+}
+
+#[inline(always)]
+fn block_sum(m: &[f64; ARITY]) -> f64 {
+    let g = group_sums(m);
+    ((g[0] + g[1]) + g[2]) + g[3]
 }
 
 /// Shifted masses of a block (negative rounding residue clamped to zero).
@@ -243,23 +290,44 @@ fn masses(s: &SumBlock, c: &CountBlock, shift: f64) -> [f64; ARITY] {
     m
 }
 
-/// The child whose cumulative mass interval holds `u`, and `u`'s offset into it. If `u`
-/// lies at or past the block's total (rounding), the last child with positive mass is
-/// taken, at its far end. Returns `ARITY` if no child has positive mass.
+/// The child whose cumulative mass interval holds `u`, and `u`'s offset into it.
+///
+/// Branch-free two-stage search (a group of four, then a lane within it) keeps the chain
+/// of dependent additions short, so many descents overlap. Prefix sums are non-decreasing,
+/// so counting those `<= u` gives the index. Rounding corner cases (a `u` at or past the
+/// block's total) fall back to [`pick_slow`].
 #[inline(always)]
 fn pick(m: &[f64; ARITY], u: f64) -> (usize, f64) {
-    let mut acc = 0.0;
-    let mut idx = 0;
-    let mut before = 0.0;
-    for (i, &mi) in m.iter().enumerate() {
-        let next = acc + mi;
-        let passed = next <= u;
-        idx = if passed { i + 1 } else { idx };
-        before = if passed { next } else { before };
-        acc = next;
+    let g = group_sums(m);
+    let p1 = g[0];
+    let p2 = p1 + g[1];
+    let p3 = p2 + g[2];
+    let gi = (p1 <= u) as usize + (p2 <= u) as usize + (p3 <= u) as usize;
+    let u1 = u - [0.0, p1, p2, p3][gi];
+    let b = gi * 4;
+    let q1 = m[b];
+    let q2 = q1 + m[b + 1];
+    let q3 = q2 + m[b + 2];
+    let li = (q1 <= u1) as usize + (q2 <= u1) as usize + (q3 <= u1) as usize;
+    let child = b + li;
+    if m[child] > 0.0 {
+        (child, u1 - [0.0, q1, q2, q3][li])
+    } else {
+        pick_slow(m, u)
     }
-    if idx < ARITY {
-        return (idx, u - before);
+}
+
+/// Sequential search used in rounding corner cases: if `u` lies at or past the block's
+/// total, the last child with positive mass is taken, at its far end. Returns `ARITY` if no
+/// child has positive mass.
+#[cold]
+fn pick_slow(m: &[f64; ARITY], u: f64) -> (usize, f64) {
+    let mut acc = 0.0;
+    for (i, &mi) in m.iter().enumerate() {
+        if mi > 0.0 && u < acc + mi {
+            return (i, u - acc);
+        }
+        acc += mi;
     }
     match m.iter().rposition(|&x| x > 0.0) {
         Some(last) => (last, m[last]),
