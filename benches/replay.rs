@@ -31,9 +31,14 @@ fn filled<S: Sampler>(sampler: S, heavy: bool) -> (ReplayBuffer<S>, Vec<f64>) {
     for i in 0..N {
         obs.iter_mut().for_each(|x| *x = rng.next_f64() as f32);
         next.iter_mut().for_each(|x| *x = rng.next_f64() as f32);
-        act.iter_mut().for_each(|x| *x = rng.next_f64() as f32 * 2.0 - 1.0);
+        act.iter_mut()
+            .for_each(|x| *x = rng.next_f64() as f32 * 2.0 - 1.0);
         let score = if heavy {
-            if i % (N / 10) == 7 { 1e8 } else { rng.next_f64() }
+            if i % (N / 10) == 7 {
+                1e8
+            } else {
+                rng.next_f64()
+            }
         } else {
             rng.next_f64() * 200.0 - 100.0
         };
@@ -53,7 +58,8 @@ fn filled<S: Sampler>(sampler: S, heavy: bool) -> (ReplayBuffer<S>, Vec<f64>) {
 
 fn return_weighted(c: &mut Criterion) {
     let mut g = c.benchmark_group("return_weighted");
-    g.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     let (mut buf, scores) = filled(ReturnWeighted::new(N), false);
     let mut rng = EmberRng::seed_from(3);
     let mut scratch = NaiveScratch::default();
@@ -90,7 +96,8 @@ fn return_weighted(c: &mut Criterion) {
 
 fn prioritized(c: &mut Criterion) {
     let mut g = c.benchmark_group("prioritized");
-    g.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     let (mut buf, _) = filled(Prioritized::new(N, 0.6, 0.4).unwrap(), false);
     // Spread the priorities as training would.
     let mut rng = EmberRng::seed_from(4);
@@ -122,7 +129,8 @@ fn prioritized(c: &mut Criterion) {
 
 fn uniform(c: &mut Criterion) {
     let mut g = c.benchmark_group("uniform");
-    g.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     let (mut buf, _) = filled(Uniform::new(N, true), false);
     let mut batch = Batch::with_capacity(OBS, ACT, K);
     g.bench_function("sample_1m_b256", |b| {
@@ -136,9 +144,16 @@ fn uniform(c: &mut Criterion) {
 
 fn push(c: &mut Criterion) {
     let mut g = c.benchmark_group("push");
-    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
     g.throughput(Throughput::Elements(N as u64));
-    let mut buf = ReplayBuffer::new(RingStorage::new(N, OBS, ACT).unwrap(), Uniform::new(N, true), 0).unwrap();
+    let mut buf = ReplayBuffer::new(
+        RingStorage::new(N, OBS, ACT).unwrap(),
+        Uniform::new(N, true),
+        0,
+    )
+    .unwrap();
     let obs = [0.5f32; OBS];
     let act = [0.1f32; ACT];
     g.bench_function(BenchmarkId::from_parameter("push_1m"), |b| {
@@ -157,22 +172,30 @@ fn push(c: &mut Criterion) {
         })
     });
     drop(buf);
-    let mut rw = ReplayBuffer::new(RingStorage::new(N, OBS, ACT).unwrap(), ReturnWeighted::new(N), 0).unwrap();
-    g.bench_function(BenchmarkId::from_parameter("push_1m_return_weighted"), |b| {
-        b.iter(|| {
-            for i in 0..N {
-                let t = Transition {
-                    obs: &obs,
-                    action: &act,
-                    reward: i as f32,
-                    next_obs: &obs,
-                    terminated: false,
-                    truncated: false,
-                };
-                rw.push(black_box(&t)).unwrap();
-            }
-        })
-    });
+    let mut rw = ReplayBuffer::new(
+        RingStorage::new(N, OBS, ACT).unwrap(),
+        ReturnWeighted::new(N),
+        0,
+    )
+    .unwrap();
+    g.bench_function(
+        BenchmarkId::from_parameter("push_1m_return_weighted"),
+        |b| {
+            b.iter(|| {
+                for i in 0..N {
+                    let t = Transition {
+                        obs: &obs,
+                        action: &act,
+                        reward: i as f32,
+                        next_obs: &obs,
+                        terminated: false,
+                        truncated: false,
+                    };
+                    rw.push(black_box(&t)).unwrap();
+                }
+            })
+        },
+    );
     g.finish();
 }
 

@@ -75,3 +75,23 @@ pub trait Env: Send {
         })
     }
 }
+
+/// A boxed environment (e.g. `Box<dyn Env>` from a registry) is itself an environment, so
+/// wrappers generic over `E: Env` accept it.
+impl<E: Env + ?Sized> Env for Box<E> {
+    fn observation_space(&self) -> &Space {
+        (**self).observation_space()
+    }
+
+    fn action_space(&self) -> &Space {
+        (**self).action_space()
+    }
+
+    fn reset_into(&mut self, seed: Option<u64>, obs: &mut [f32]) -> Result<()> {
+        (**self).reset_into(seed, obs)
+    }
+
+    fn step_into(&mut self, action: Action<'_>, obs: &mut [f32]) -> Result<StepInfo> {
+        (**self).step_into(action, obs)
+    }
+}

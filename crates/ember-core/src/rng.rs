@@ -145,7 +145,10 @@ mod tests {
         }
         let mut c = EmberRng::from_state(a.state());
         assert_eq!(a.next_u64(), c.next_u64());
-        assert_ne!(EmberRng::seed_from(8).next_u64(), EmberRng::seed_from(7).next_u64());
+        assert_ne!(
+            EmberRng::seed_from(8).next_u64(),
+            EmberRng::seed_from(7).next_u64()
+        );
     }
 
     #[test]

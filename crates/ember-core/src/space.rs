@@ -65,8 +65,7 @@ impl BoxSpace {
     /// Whether `x` has the right length, no NaN, and lies within the bounds.
     pub fn contains(&self, x: &[f32]) -> bool {
         x.len() == self.dim()
-            && x
-                .iter()
+            && x.iter()
                 .zip(self.low.iter().zip(&self.high))
                 .all(|(&v, (&l, &h))| !v.is_nan() && v >= l && v <= h)
     }

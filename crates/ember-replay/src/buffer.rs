@@ -47,7 +47,12 @@ impl<S: Sampler> ReplayBuffer<S> {
 
     /// Stores `t` with the extra-column values `extras` and the score (return) `score` used
     /// by score-based samplers. Returns the slot written. On error nothing is stored.
-    pub fn push_scored(&mut self, t: &Transition<'_>, score: f64, extras: &[&[f32]]) -> Result<usize> {
+    pub fn push_scored(
+        &mut self,
+        t: &Transition<'_>,
+        score: f64,
+        extras: &[&[f32]],
+    ) -> Result<usize> {
         Error::check_finite(|| "score".into(), score)?;
         let slot = self.storage.push_with(t, extras)?;
         self.sampler.on_push(slot, score)?;
@@ -58,9 +63,13 @@ impl<S: Sampler> ReplayBuffer<S> {
     /// weights in `batch.weights`). Reuses `batch`'s allocations.
     pub fn sample(&mut self, k: usize, batch: &mut Batch) -> Result<()> {
         let mut indices = std::mem::take(&mut batch.indices);
-        let r = self
-            .sampler
-            .sample(self.storage.len(), k, &mut self.rng, &mut indices, &mut batch.weights);
+        let r = self.sampler.sample(
+            self.storage.len(),
+            k,
+            &mut self.rng,
+            &mut indices,
+            &mut batch.weights,
+        );
         let r = r.and_then(|_| self.storage.gather(&indices, batch));
         if r.is_err() {
             batch.indices = indices;
@@ -175,7 +184,9 @@ impl<S: Sampler> ReplayBuffer<S> {
         let word = |i: usize| u64::from_le_bytes(data[8 * i..8 * i + 8].try_into().unwrap());
         let (version, len, crc) = (word(1), word(2), word(3));
         if version != VERSION {
-            return Err(head.corrupt(format!("format version {version}, this build reads {VERSION}")));
+            return Err(head.corrupt(format!(
+                "format version {version}, this build reads {VERSION}"
+            )));
         }
         let payload = &data[HEADER..];
         if payload.len() as u64 != len {

@@ -172,6 +172,8 @@ impl<'a> Decoder<'a> {
     pub fn f64s(&mut self, what: &str, max: usize) -> Result<Vec<f64>> {
         let n = self.len(what, max)?;
         let b = self.take(n * 8, what)?;
-        Ok(b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect())
+        Ok(b.chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect())
     }
 }

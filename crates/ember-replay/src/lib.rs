@@ -43,6 +43,7 @@
 
 mod buffer;
 pub mod codec;
+mod huge_pages;
 mod layout;
 mod min_tree;
 pub mod naive;
@@ -57,6 +58,7 @@ mod sum_tree;
 mod uniform;
 
 pub use buffer::ReplayBuffer;
+pub use ember_core::{Batch, EmberRng, Error, Result, Transition};
 pub use min_tree::MinTree;
 pub use nstep::NStep;
 pub use prioritized::Prioritized;
@@ -66,4 +68,3 @@ pub use sampler::Sampler;
 pub use shared::{ReplayWriter, SharedReplay};
 pub use sum_tree::{FAILED, SumTree};
 pub use uniform::Uniform;
-pub use ember_core::{Batch, EmberRng, Error, Result, Transition};

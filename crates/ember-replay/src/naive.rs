@@ -61,7 +61,10 @@ pub fn naive_return_weighted(
         for _ in 0..k - start {
             let u = rng.next_f64() * total;
             // First index whose cumulative weight exceeds u (searchsorted side='right').
-            let i = scratch.cdf.partition_point(|&c| c <= u).min(scores.len() - 1);
+            let i = scratch
+                .cdf
+                .partition_point(|&c| c <= u)
+                .min(scores.len() - 1);
             if scratch.w[i] > 0.0 && !out[start..].contains(&i) {
                 out.push(i);
             }

@@ -134,12 +134,26 @@ mod tests {
                 truncated: last && end.1,
             };
             acc.push(&t, |o, d| {
-                got.push((o.obs[0], o.reward, o.next_obs[0], o.terminated, o.truncated, d));
+                got.push((
+                    o.obs[0],
+                    o.reward,
+                    o.next_obs[0],
+                    o.terminated,
+                    o.truncated,
+                    d,
+                ));
                 Ok(())
             })
             .unwrap();
         }
-        assert_eq!(acc.pending(), if end.0 || end.1 { 0 } else { (n - 1).min(rewards.len()) });
+        assert_eq!(
+            acc.pending(),
+            if end.0 || end.1 {
+                0
+            } else {
+                (n - 1).min(rewards.len())
+            }
+        );
         got
     }
 
@@ -175,10 +189,19 @@ mod tests {
     fn short_episode_and_boundary() {
         // An episode shorter than n emits only at its end; the next episode starts clean.
         let got = run(5, &[2.0, 2.0], (true, false));
-        assert_eq!(got, vec![(0.0, 3.0, 2.0, true, false, 0.25), (1.0, 2.0, 2.0, true, false, 0.5)]);
+        assert_eq!(
+            got,
+            vec![
+                (0.0, 3.0, 2.0, true, false, 0.25),
+                (1.0, 2.0, 2.0, true, false, 0.5)
+            ]
+        );
         let mid = run(3, &[1.0; 5], (false, false));
         assert_eq!(mid.len(), 3);
-        assert!(mid.iter().all(|o| o.1 == 1.75 && o.5 == 0.125 && !o.3 && !o.4));
+        assert!(
+            mid.iter()
+                .all(|o| o.1 == 1.75 && o.5 == 0.125 && !o.3 && !o.4)
+        );
         assert!(NStep::new(0, 0.9, 1, 1).is_err());
         assert!(NStep::new(3, 1.5, 1, 1).is_err());
     }

@@ -22,6 +22,7 @@ pub struct Prioritized {
     eps: f64,
     max_priority: f64,
     us: Vec<f64>,
+    scratch: Vec<usize>,
 }
 
 impl Prioritized {
@@ -40,6 +41,7 @@ impl Prioritized {
             eps: 1e-6,
             max_priority: 1.0,
             us: Vec::new(),
+            scratch: Vec::new(),
         };
         s.set_beta(beta)?;
         Ok(s)
@@ -80,7 +82,9 @@ impl Prioritized {
 
     /// The stored `p_i^α` of `slot`, if occupied.
     pub fn stored(&self, slot: usize) -> Option<f64> {
-        (slot < self.sum.capacity()).then(|| self.sum.get(slot)).flatten()
+        (slot < self.sum.capacity())
+            .then(|| self.sum.get(slot))
+            .flatten()
     }
 
     /// Sets the priorities (e.g. `|TD error|`) of the given slots, which must hold
@@ -89,10 +93,18 @@ impl Prioritized {
         Error::check_len("priorities", slots.len(), priorities.len())?;
         for (j, (&s, &p)) in slots.iter().zip(priorities).enumerate() {
             if self.stored(s).is_none() {
-                return Err(Error::invalid(format!("slots[{j}]"), s, "a slot holding a transition"));
+                return Err(Error::invalid(
+                    format!("slots[{j}]"),
+                    s,
+                    "a slot holding a transition",
+                ));
             }
             if !(p >= 0.0 && p.is_finite()) {
-                return Err(Error::invalid(format!("priorities[{j}]"), p, "a finite number >= 0"));
+                return Err(Error::invalid(
+                    format!("priorities[{j}]"),
+                    p,
+                    "a finite number >= 0",
+                ));
             }
         }
         let (alpha, eps) = (self.alpha, self.eps);
@@ -104,9 +116,11 @@ impl Prioritized {
         });
         self.sum.set_many(values);
         self.max_priority = max;
-        for &s in slots {
-            self.min.set(s, self.sum.get(s).expect("checked above"));
-        }
+        let sum = &self.sum;
+        let stored = slots
+            .iter()
+            .map(|&s| (s, sum.get(s).expect("checked above")));
+        self.min.set_many(stored, &mut self.scratch);
         Ok(())
     }
 }
@@ -120,7 +134,11 @@ impl Sampler for Prioritized {
 
     fn on_push(&mut self, slot: usize, _score: f64) -> Result<()> {
         if slot >= self.capacity() {
-            return Err(Error::invalid("slot", slot, format!("< capacity {}", self.capacity())));
+            return Err(Error::invalid(
+                "slot",
+                slot,
+                format!("< capacity {}", self.capacity()),
+            ));
         }
         let p = self.max_priority.powf(self.alpha);
         self.sum.set(slot, p);
@@ -144,7 +162,10 @@ impl Sampler for Prioritized {
         let total = self.sum.total(0.0);
         if self.sum.count() == 0 || total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return Err(Error::ZeroWeight {
-                context: format!("prioritized draw of {k} from {} transitions", self.sum.count()),
+                context: format!(
+                    "prioritized draw of {k} from {} transitions",
+                    self.sum.count()
+                ),
             });
         }
         let seg = total / k as f64;
@@ -165,13 +186,20 @@ impl Sampler for Prioritized {
                     });
                 }
                 indices[i] = self.sum.find(rng.next_f64() * total, 0.0);
+                if indices[i] != FAILED {
+                    self.us[i] = self.sum.get(indices[i]).expect("drawn slot is occupied");
+                }
             }
         }
+        // `us` now holds each drawn slot's stored p^α (no second trip to the leaves).
         let min = self.min.min();
         let neg_beta = -self.beta;
-        weights.extend(indices.iter().map(|&i| {
-            let p = self.sum.get(i).expect("drawn slot is occupied");
-            if neg_beta == 0.0 { 1.0 } else { (p / min).powf(neg_beta) as f32 }
+        weights.extend(self.us.iter().map(|&p| {
+            if neg_beta == 0.0 {
+                1.0
+            } else {
+                (p / min).powf(neg_beta) as f32
+            }
         }));
         Ok(())
     }
@@ -192,7 +220,8 @@ impl Sampler for Prioritized {
         let beta = dec.f64("beta")?;
         let eps = dec.f64("eps")?;
         let max_priority = dec.f64("max priority")?;
-        let mut s = Prioritized::new(capacity, alpha, beta).map_err(|e| dec.corrupt(e.to_string()))?;
+        let mut s =
+            Prioritized::new(capacity, alpha, beta).map_err(|e| dec.corrupt(e.to_string()))?;
         s.set_eps(eps).map_err(|e| dec.corrupt(e.to_string()))?;
         if !(max_priority > 0.0 && max_priority.is_finite()) {
             return Err(dec.corrupt(format!("max priority = {max_priority}")));
@@ -200,7 +229,10 @@ impl Sampler for Prioritized {
         s.max_priority = max_priority;
         let stored = dec.f64s("priorities", capacity)?;
         if stored.len() != capacity {
-            return Err(dec.corrupt(format!("{} priorities for capacity {capacity}", stored.len())));
+            return Err(dec.corrupt(format!(
+                "{} priorities for capacity {capacity}",
+                stored.len()
+            )));
         }
         for (i, &p) in stored.iter().enumerate() {
             if p.is_nan() {
@@ -229,7 +261,8 @@ mod tests {
         for i in 0..4 {
             p.on_push(i, 0.0).unwrap();
         }
-        p.update_priorities(&[0, 1, 2, 3], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        p.update_priorities(&[0, 1, 2, 3], &[1.0, 2.0, 3.0, 4.0])
+            .unwrap();
         assert_eq!(p.max_priority(), 4.0);
         let mut rng = EmberRng::seed_from(0);
         let (mut idx, mut w) = (Vec::new(), Vec::new());

@@ -68,14 +68,20 @@ impl ReturnWeighted {
 
     fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.sum.capacity() {
-            return Err(Error::invalid("slot", slot, format!("< capacity {}", self.sum.capacity())));
+            return Err(Error::invalid(
+                "slot",
+                slot,
+                format!("< capacity {}", self.sum.capacity()),
+            ));
         }
         Ok(())
     }
 
     /// The score of `slot`, if it holds one.
     pub fn score(&self, slot: usize) -> Option<f64> {
-        (slot < self.sum.capacity()).then(|| self.sum.get(slot)).flatten()
+        (slot < self.sum.capacity())
+            .then(|| self.sum.get(slot))
+            .flatten()
     }
 
     /// Number of slots with a score.
@@ -150,8 +156,11 @@ impl ReturnWeighted {
             }
             // Exclude everything accepted so far, then draw the rest from what remains.
             let fresh = &out[self.removed.len()..];
-            self.removed
-                .extend(fresh.iter().map(|&i| (i, self.sum.get(i).expect("accepted slot is occupied"))));
+            self.removed.extend(
+                fresh
+                    .iter()
+                    .map(|&i| (i, self.sum.get(i).expect("accepted slot is occupied"))),
+            );
             self.sum.set_many(fresh.iter().map(|&i| (i, None)));
             total = self.sum.total(shift);
             if !progressed || total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
@@ -163,7 +172,8 @@ impl ReturnWeighted {
             }
         };
         if !self.removed.is_empty() {
-            self.sum.set_many(self.removed.iter().map(|&(i, v)| (i, Some(v))));
+            self.sum
+                .set_many(self.removed.iter().map(|&(i, v)| (i, Some(v))));
         }
         self.seen.clear_items(out);
         if result.is_err() {
@@ -257,7 +267,10 @@ mod tests {
         }
         let e = s.draw(2, &mut rng, &mut out).unwrap_err();
         assert!(matches!(e, Error::ZeroWeight { .. }), "{e}");
-        assert!(matches!(s.draw(5, &mut rng, &mut out).unwrap_err(), Error::NotEnough { .. }));
+        assert!(matches!(
+            s.draw(5, &mut rng, &mut out).unwrap_err(),
+            Error::NotEnough { .. }
+        ));
         // Two non-zero weights (the minimum -1 has weight 0): a third draw is impossible.
         s.set_score(0, -1.0).unwrap();
         s.set_score(1, 3.0).unwrap();

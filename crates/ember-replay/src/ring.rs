@@ -1,6 +1,7 @@
 //! Ring storage: preallocated struct-of-arrays columns, O(1) push overwriting the oldest
 //! transition, and gathering of sampled rows into a caller's [`Batch`].
 
+use crate::huge_pages::filled_vec;
 use crate::layout::prefetch;
 use ember_core::{Batch, Error, Result, Transition};
 
@@ -55,7 +56,11 @@ impl RingStorage {
         }
         for (i, c) in extras.iter().enumerate() {
             if c.width == 0 {
-                return Err(Error::invalid(format!("column `{}` width", c.name), 0, ">= 1"));
+                return Err(Error::invalid(
+                    format!("column `{}` width", c.name),
+                    0,
+                    ">= 1",
+                ));
             }
             if extras[..i].iter().any(|d| d.name == c.name) {
                 return Err(Error::invalid("column name", &c.name, "unique names"));
@@ -67,16 +72,16 @@ impl RingStorage {
             act_dim,
             len: 0,
             head: 0,
-            obs: vec![0.0; capacity * obs_dim],
-            next_obs: vec![0.0; capacity * obs_dim],
-            action: vec![0.0; capacity * act_dim],
-            reward: vec![0.0; capacity],
-            terminated: vec![0; capacity],
-            truncated: vec![0; capacity],
+            obs: filled_vec(capacity * obs_dim, 0.0),
+            next_obs: filled_vec(capacity * obs_dim, 0.0),
+            action: filled_vec(capacity * act_dim, 0.0),
+            reward: filled_vec(capacity, 0.0),
+            terminated: filled_vec(capacity, 0),
+            truncated: filled_vec(capacity, 0),
             extras: extras
                 .into_iter()
                 .map(|c| {
-                    let v = vec![0.0; capacity * c.width];
+                    let v = filled_vec(capacity * c.width, 0.0);
                     (c, v)
                 })
                 .collect(),
@@ -140,7 +145,11 @@ impl RingStorage {
             let w = spec.width;
             col[slot * w..(slot + 1) * w].copy_from_slice(x);
         }
-        self.head = if slot + 1 == self.capacity { 0 } else { slot + 1 };
+        self.head = if slot + 1 == self.capacity {
+            0
+        } else {
+            slot + 1
+        };
         self.len = (self.len + 1).min(self.capacity);
         Ok(slot)
     }
@@ -159,7 +168,11 @@ impl RingStorage {
             ("action", t.action),
             ("reward", std::slice::from_ref(&t.reward)),
         ];
-        let extra_cols = self.extras.iter().zip(extras).map(|((s, _), x)| (s.name.as_str(), *x));
+        let extra_cols = self
+            .extras
+            .iter()
+            .zip(extras)
+            .map(|((s, _), x)| (s.name.as_str(), *x));
         for (name, xs) in cols.into_iter().chain(extra_cols) {
             if let Some(i) = xs.iter().position(|v| !v.is_finite()) {
                 return Err(Error::NonFinite {
@@ -203,7 +216,11 @@ impl RingStorage {
 
     fn check_slot(&self, slot: usize) -> Result<()> {
         if slot >= self.len {
-            return Err(Error::invalid("slot", slot, format!("< {} (stored transitions)", self.len)));
+            return Err(Error::invalid(
+                "slot",
+                slot,
+                format!("< {} (stored transitions)", self.len),
+            ));
         }
         Ok(())
     }
@@ -230,17 +247,23 @@ impl RingStorage {
         for e in batch.extras.iter_mut() {
             e.clear();
         }
+        // Rows are prefetched this far ahead of the copy: enough misses in flight to fill
+        // the core's miss buffers, few enough that the lines are still in L1 when copied.
         const AHEAD: usize = 8;
         for &s in slots.iter().take(AHEAD) {
             self.prefetch_row(s);
         }
         for (j, &s) in slots.iter().enumerate() {
-            if let Some(&ahead) = slots.get(j + AHEAD) {
-                self.prefetch_row(ahead);
+            if let Some(&a) = slots.get(j + AHEAD) {
+                self.prefetch_row(a);
             }
             batch.obs.extend_from_slice(&self.obs[s * o..(s + 1) * o]);
-            batch.next_obs.extend_from_slice(&self.next_obs[s * o..(s + 1) * o]);
-            batch.action.extend_from_slice(&self.action[s * a..(s + 1) * a]);
+            batch
+                .next_obs
+                .extend_from_slice(&self.next_obs[s * o..(s + 1) * o]);
+            batch
+                .action
+                .extend_from_slice(&self.action[s * a..(s + 1) * a]);
             batch.reward.push(self.reward[s]);
             batch.terminated.push(self.terminated[s] as f32);
             batch.truncated.push(self.truncated[s] as f32);
@@ -340,7 +363,10 @@ mod tests {
         let mut s = RingStorage::new(3, 2, 1).unwrap();
         for i in 0..5 {
             let o = [i as f32, -(i as f32)];
-            assert_eq!(s.push(&t(&o, &[i as f32 * 10.0], i as f32 * 2.0)).unwrap(), i % 3);
+            assert_eq!(
+                s.push(&t(&o, &[i as f32 * 10.0], i as f32 * 2.0)).unwrap(),
+                i % 3
+            );
         }
         assert_eq!(s.len(), 3);
         assert_eq!(s.head(), 2);
@@ -361,7 +387,10 @@ mod tests {
         let mut s = RingStorage::new(3, 2, 1).unwrap();
         let e = s.push(&t(&[1.0], &[0.0], 0.0)).unwrap_err().to_string();
         assert!(e.contains("obs") && e.contains("expected 2, got 1"), "{e}");
-        let e = s.push(&t(&[1.0, f32::NAN], &[0.0], 0.0)).unwrap_err().to_string();
+        let e = s
+            .push(&t(&[1.0, f32::NAN], &[0.0], 0.0))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("obs[1]"), "{e}");
         assert_eq!(s.len(), 0);
         assert!(s.get(0).is_err());
@@ -372,13 +401,21 @@ mod tests {
 
     #[test]
     fn extra_columns() {
-        let spec = vec![ColumnSpec { name: "discount".into(), width: 1 }];
+        let spec = vec![ColumnSpec {
+            name: "discount".into(),
+            width: 1,
+        }];
         let mut s = RingStorage::with_columns(4, 1, 1, spec).unwrap();
         assert!(s.push(&t(&[1.0], &[0.0], 0.0)).is_err());
         s.push_with(&t(&[1.0], &[0.0], 0.0), &[&[0.9]]).unwrap();
         s.push_with(&t(&[2.0], &[0.0], 0.0), &[&[0.81]]).unwrap();
         assert_eq!(s.extra("discount", 1).unwrap(), &[0.81]);
-        assert!(s.extra("nope", 1).unwrap_err().to_string().contains("discount"));
+        assert!(
+            s.extra("nope", 1)
+                .unwrap_err()
+                .to_string()
+                .contains("discount")
+        );
         let mut b = Batch::default();
         s.gather(&[1, 0], &mut b).unwrap();
         assert_eq!(b.extras, vec![vec![0.81, 0.9]]);

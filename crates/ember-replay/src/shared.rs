@@ -101,7 +101,8 @@ impl<S: Sampler> ReplayWriter<S> {
         self.obs.extend_from_slice(t.obs);
         self.next_obs.extend_from_slice(t.next_obs);
         self.action.extend_from_slice(t.action);
-        self.scalars.push((t.reward, score, t.terminated, t.truncated));
+        self.scalars
+            .push((t.reward, score, t.terminated, t.truncated));
         if self.scalars.len() >= self.chunk {
             self.flush()?;
         }
@@ -117,19 +118,21 @@ impl<S: Sampler> ReplayWriter<S> {
         let mut done = 0;
         let result = {
             let mut buf = self.shared.lock();
-            self.scalars.iter().enumerate().try_for_each(|(i, &(reward, score, terminated, truncated))| {
-                let t = Transition {
-                    obs: &self.obs[i * o..(i + 1) * o],
-                    action: &self.action[i * a..(i + 1) * a],
-                    reward,
-                    next_obs: &self.next_obs[i * o..(i + 1) * o],
-                    terminated,
-                    truncated,
-                };
-                buf.push_scored(&t, score, &[])?;
-                done += 1;
-                Ok(())
-            })
+            self.scalars.iter().enumerate().try_for_each(
+                |(i, &(reward, score, terminated, truncated))| {
+                    let t = Transition {
+                        obs: &self.obs[i * o..(i + 1) * o],
+                        action: &self.action[i * a..(i + 1) * a],
+                        reward,
+                        next_obs: &self.next_obs[i * o..(i + 1) * o],
+                        terminated,
+                        truncated,
+                    };
+                    buf.push_scored(&t, score, &[])?;
+                    done += 1;
+                    Ok(())
+                },
+            )
         };
         self.obs.drain(..done * o);
         self.next_obs.drain(..done * o);

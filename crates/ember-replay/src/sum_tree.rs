@@ -8,6 +8,7 @@
 //! soon as it is known; the 256 descents of a batch then overlap their cache misses instead
 //! of paying them one after another.
 
+use crate::huge_pages::filled_vec;
 use crate::layout::{ARITY, Layout, prefetch};
 
 /// Sixteen child sums: two cache lines, aligned.
@@ -48,8 +49,8 @@ impl SumTree {
         let n = layout.blocks();
         SumTree {
             layout,
-            sums: vec![SumBlock([0.0; ARITY]); n],
-            counts: vec![CountBlock([0; ARITY]); n],
+            sums: filled_vec(n, SumBlock([0.0; ARITY])),
+            counts: filled_vec(n, CountBlock([0; ARITY])),
             scratch: Vec::new(),
         }
     }
@@ -122,7 +123,8 @@ impl SumTree {
     }
 
     /// Descends for every `us[q]` at once, writing leaf indices (or [`FAILED`]) into `out`.
-    /// `us` is used as scratch. With `shift == 0.0` counts are not read.
+    /// On return `us[q]` holds the chosen leaf's shifted mass `value + shift` (unspecified
+    /// for failed descents). With `shift == 0.0` counts are not read.
     pub fn find_many(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
         debug_assert_eq!(us.len(), out.len());
         if shift == 0.0 {
@@ -145,7 +147,12 @@ impl SumTree {
     /// The same code compiled for AVX2, where the masses of a block vectorise.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn descend_avx2<const SHIFT: bool>(&self, shift: f64, us: &mut [f64], out: &mut [usize]) {
+    unsafe fn descend_avx2<const SHIFT: bool>(
+        &self,
+        shift: f64,
+        us: &mut [f64],
+        out: &mut [usize],
+    ) {
         self.descend_chunks::<SHIFT>(shift, us, out);
     }
 
@@ -180,10 +187,19 @@ impl SumTree {
                     *node = FAILED;
                     continue;
                 }
-                *u = rest;
                 let e = *node * ARITY + child;
                 *node = e;
-                if let Some(nb) = next {
+                let Some(nb) = next else {
+                    // At the leaves, hand back the chosen leaf's mass.
+                    *u = if SHIFT {
+                        self.sums[b].0[child] + shift
+                    } else {
+                        self.sums[b].0[child]
+                    };
+                    continue;
+                };
+                *u = rest;
+                {
                     let p = &self.sums[nb + e] as *const SumBlock;
                     prefetch(p);
                     prefetch((p as *const u8).wrapping_add(64));
@@ -238,8 +254,20 @@ impl SumTree {
     }
 
     fn fix_up_many(&mut self, leaves: &mut [usize]) {
+        let depth = self.layout.depth();
         for e in leaves.iter_mut() {
             *e /= ARITY;
+            if depth > 1 {
+                // The leaf block's other half, its counts and the parent entry's block.
+                let p = &self.sums[self.layout.offset(depth - 1) + *e] as *const SumBlock;
+                prefetch(p);
+                prefetch((p as *const u8).wrapping_add(64));
+                prefetch(&self.counts[self.layout.offset(depth - 1) + *e] as *const CountBlock);
+                prefetch(&self.sums[self.layout.offset(depth - 2) + *e / ARITY] as *const SumBlock);
+                prefetch(
+                    &self.counts[self.layout.offset(depth - 2) + *e / ARITY] as *const CountBlock,
+                );
+            }
         }
         for level in (0..self.layout.depth() - 1).rev() {
             let child_base = self.layout.offset(level + 1);
@@ -283,11 +311,7 @@ fn block_sum(m: &[f64; ARITY]) -> f64 {
 /// Shifted masses of a block (negative rounding residue clamped to zero).
 #[inline(always)]
 fn masses(s: &SumBlock, c: &CountBlock, shift: f64) -> [f64; ARITY] {
-    let mut m = [0.0; ARITY];
-    for i in 0..ARITY {
-        m[i] = (s.0[i] + shift * c.0[i] as f64).max(0.0);
-    }
-    m
+    std::array::from_fn(|i| (s.0[i] + shift * c.0[i] as f64).max(0.0))
 }
 
 /// The child whose cumulative mass interval holds `u`, and `u`'s offset into it.
@@ -390,7 +414,16 @@ mod tests {
         let mut b = SumTree::new(5000);
         let mut c = SumTree::new(5000);
         let items: Vec<(usize, Option<f64>)> = (0..5000)
-            .map(|i| (i * 7919 % 5000, if i % 5 == 0 { None } else { Some(i as f64 * 0.37 - 100.0) }))
+            .map(|i| {
+                (
+                    i * 7919 % 5000,
+                    if i % 5 == 0 {
+                        None
+                    } else {
+                        Some(i as f64 * 0.37 - 100.0)
+                    },
+                )
+            })
             .collect();
         for &(i, v) in &items {
             match v {

@@ -30,10 +30,20 @@ impl Uniform {
     }
 
     /// Draws `k` slots out of `0..len` into `out`.
-    pub fn draw(&mut self, len: usize, k: usize, rng: &mut EmberRng, out: &mut Vec<usize>) -> Result<()> {
+    pub fn draw(
+        &mut self,
+        len: usize,
+        k: usize,
+        rng: &mut EmberRng,
+        out: &mut Vec<usize>,
+    ) -> Result<()> {
         out.clear();
         if len > self.capacity {
-            return Err(Error::invalid("len", len, format!("<= capacity {}", self.capacity)));
+            return Err(Error::invalid(
+                "len",
+                len,
+                format!("<= capacity {}", self.capacity),
+            ));
         }
         if k == 0 {
             return Ok(());

@@ -2,7 +2,9 @@
 //! are clear errors.
 
 use ember_core::{Batch, Error, Transition};
-use ember_replay::{ColumnSpec, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
+use ember_replay::{
+    ColumnSpec, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform,
+};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
@@ -22,8 +24,13 @@ fn fill<S: Sampler>(buf: &mut ReplayBuffer<S>, n: usize) {
             terminated: i % 7 == 0,
             truncated: i % 11 == 0,
         };
-        let extras: Vec<&[f32]> = if buf.storage().columns().count() == 1 { vec![&[0.99]] } else { vec![] };
-        buf.push_scored(&t, (i as f64 * 0.37).cos() * 10.0, &extras).unwrap();
+        let extras: Vec<&[f32]> = if buf.storage().columns().count() == 1 {
+            vec![&[0.99]]
+        } else {
+            vec![]
+        };
+        buf.push_scored(&t, (i as f64 * 0.37).cos() * 10.0, &extras)
+            .unwrap();
     }
 }
 
@@ -45,20 +52,36 @@ fn round_trip<S: Sampler>(mut buf: ReplayBuffer<S>, name: &str) {
 
 #[test]
 fn round_trips_for_every_sampler() {
-    let cols = vec![ColumnSpec { name: "discount".into(), width: 1 }];
+    let cols = vec![ColumnSpec {
+        name: "discount".into(),
+        width: 1,
+    }];
     let storage = || RingStorage::with_columns(100, 2, 1, cols.clone()).unwrap();
-    round_trip(ReplayBuffer::new(storage(), Uniform::new(100, false), 1).unwrap(), "u.bin");
-    round_trip(ReplayBuffer::new(storage(), ReturnWeighted::new(100), 2).unwrap(), "rw.bin");
+    round_trip(
+        ReplayBuffer::new(storage(), Uniform::new(100, false), 1).unwrap(),
+        "u.bin",
+    );
+    round_trip(
+        ReplayBuffer::new(storage(), ReturnWeighted::new(100), 2).unwrap(),
+        "rw.bin",
+    );
     let mut per = Prioritized::new(100, 0.6, 0.4).unwrap();
     per.set_eps(1e-3).unwrap();
     let mut buf = ReplayBuffer::new(storage(), per, 3).unwrap();
     fill(&mut buf, 50);
-    buf.sampler_mut().update_priorities(&[1, 2, 3], &[5.0, 0.5, 2.0]).unwrap();
+    buf.sampler_mut()
+        .update_priorities(&[1, 2, 3], &[5.0, 0.5, 2.0])
+        .unwrap();
     round_trip(buf, "per.bin");
 }
 
 fn saved_file(name: &str) -> (PathBuf, Vec<u8>) {
-    let mut buf = ReplayBuffer::new(RingStorage::new(50, 2, 1).unwrap(), ReturnWeighted::new(50), 4).unwrap();
+    let mut buf = ReplayBuffer::new(
+        RingStorage::new(50, 2, 1).unwrap(),
+        ReturnWeighted::new(50),
+        4,
+    )
+    .unwrap();
     fill(&mut buf, 30);
     let path = tmp(name);
     buf.save(&path).unwrap();
@@ -76,7 +99,10 @@ fn load_bytes(name: &str, bytes: &[u8]) -> Error {
 fn damaged_files_are_clear_errors() {
     let (_, bytes) = saved_file("damaged-source.bin");
     let e = load_bytes("truncated.bin", &bytes[..bytes.len() - 100]).to_string();
-    assert!(e.contains("truncated") && e.contains("truncated.bin"), "{e}");
+    assert!(
+        e.contains("truncated") && e.contains("truncated.bin"),
+        "{e}"
+    );
     let e = load_bytes("short.bin", &bytes[..20]).to_string();
     assert!(e.contains("truncated header"), "{e}");
     let mut flipped = bytes.clone();
@@ -84,10 +110,19 @@ fn damaged_files_are_clear_errors() {
     flipped[mid] ^= 0x10;
     let e = load_bytes("flipped.bin", &flipped).to_string();
     assert!(e.contains("checksum"), "{e}");
-    let e = load_bytes("foreign.bin", b"PK\x03\x04 this is a zip file, not a buffer").to_string();
+    let e = load_bytes(
+        "foreign.bin",
+        b"PK\x03\x04 this is a zip file, not a buffer",
+    )
+    .to_string();
     assert!(e.contains("signature"), "{e}");
-    let e = ReplayBuffer::<Uniform>::load(tmp("damaged-source.bin")).unwrap_err().to_string();
-    assert!(e.contains("`return_weighted` sampler") && e.contains("`uniform`"), "{e}");
+    let e = ReplayBuffer::<Uniform>::load(tmp("damaged-source.bin"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`return_weighted` sampler") && e.contains("`uniform`"),
+        "{e}"
+    );
     let e = ReplayBuffer::<Uniform>::load(tmp("does-not-exist.bin")).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
     assert!(e.to_string().contains("does-not-exist.bin"));

@@ -7,7 +7,12 @@ use ember_replay::{ReplayBuffer, RingStorage, SharedReplay, Uniform};
 fn concurrent_writers_lose_nothing() {
     let (writers, per_writer) = (4, 5_000);
     let cap = writers * per_writer;
-    let buf = ReplayBuffer::new(RingStorage::new(cap, 2, 1).unwrap(), Uniform::new(cap, true), 0).unwrap();
+    let buf = ReplayBuffer::new(
+        RingStorage::new(cap, 2, 1).unwrap(),
+        Uniform::new(cap, true),
+        0,
+    )
+    .unwrap();
     let shared = SharedReplay::new(buf);
     let sampler = {
         let shared = shared.clone();
@@ -45,15 +50,18 @@ fn concurrent_writers_lose_nothing() {
                     };
                     writer.push(&t).unwrap();
                 }
-                assert!(writer.push(&Transition {
-                    obs: &[1.0],
-                    action: &[0.0],
-                    reward: 0.0,
-                    next_obs: &[1.0],
-                    terminated: false,
-                    truncated: false
-                })
-                .is_err());
+                assert!(
+                    writer
+                        .push(&Transition {
+                            obs: &[1.0],
+                            action: &[0.0],
+                            reward: 0.0,
+                            next_obs: &[1.0],
+                            terminated: false,
+                            truncated: false
+                        })
+                        .is_err()
+                );
                 // Dropping the writer commits the last partial chunk.
             })
         })
@@ -63,7 +71,9 @@ fn concurrent_writers_lose_nothing() {
     }
     sampler.join().unwrap();
     let buf = shared.lock();
-    let mut tags: Vec<u32> = (0..cap).map(|s| buf.storage().get(s).unwrap().obs[0] as u32).collect();
+    let mut tags: Vec<u32> = (0..cap)
+        .map(|s| buf.storage().get(s).unwrap().obs[0] as u32)
+        .collect();
     tags.sort();
     assert_eq!(tags, (0..cap as u32).collect::<Vec<_>>());
 }
@@ -71,11 +81,23 @@ fn concurrent_writers_lose_nothing() {
 #[test]
 fn same_seed_same_batches() {
     let make = || {
-        let mut b = ReplayBuffer::new(RingStorage::new(500, 1, 1).unwrap(), Uniform::new(500, false), 42).unwrap();
+        let mut b = ReplayBuffer::new(
+            RingStorage::new(500, 1, 1).unwrap(),
+            Uniform::new(500, false),
+            42,
+        )
+        .unwrap();
         for i in 0..500 {
             let x = [i as f32];
-            b.push(&Transition { obs: &x, action: &x, reward: 0.0, next_obs: &x, terminated: false, truncated: false })
-                .unwrap();
+            b.push(&Transition {
+                obs: &x,
+                action: &x,
+                reward: 0.0,
+                next_obs: &x,
+                terminated: false,
+                truncated: false,
+            })
+            .unwrap();
         }
         b
     };

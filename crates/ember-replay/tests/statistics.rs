@@ -41,10 +41,18 @@ fn return_weighted_matches_enumeration() {
         assert_fits(&format!("ordered {k}-tuples"), &counts, &probs);
         // Inclusion probabilities, summed from the enumeration, within 5 standard errors.
         for (i, &c) in inclusion.iter().enumerate() {
-            let p: f64 = tuples.iter().zip(&probs).filter(|(t, _)| t.contains(&i)).map(|(_, p)| p).sum();
+            let p: f64 = tuples
+                .iter()
+                .zip(&probs)
+                .filter(|(t, _)| t.contains(&i))
+                .map(|(_, p)| p)
+                .sum();
             let se = (p * (1.0 - p) / trials as f64).sqrt().max(1e-12);
             let got = c as f64 / trials as f64;
-            assert!((got - p).abs() < 5.0 * se + 1e-12, "k={k} slot {i}: {got} vs {p}");
+            assert!(
+                (got - p).abs() < 5.0 * se + 1e-12,
+                "k={k} slot {i}: {got} vs {p}"
+            );
         }
     }
 }
@@ -57,7 +65,13 @@ fn return_weighted_agrees_with_naive_reference() {
     let mut rng = EmberRng::seed_from(5);
     // A few heavy slots, many light ones, and negative returns.
     let scores: Vec<f64> = (0..n)
-        .map(|i| if i % 17 == 3 { 40.0 } else { rng.next_f64() * 10.0 - 5.0 })
+        .map(|i| {
+            if i % 17 == 3 {
+                40.0
+            } else {
+                rng.next_f64() * 10.0 - 5.0
+            }
+        })
         .collect();
     let mut tree = rw_with(&scores);
     let k = 8;
@@ -147,8 +161,12 @@ fn prioritized_matches_exact_probabilities() {
         p.on_push(i, 0.0).unwrap();
     }
     let prios: Vec<f32> = vec![0.1, 1.0, 2.0, 0.5, 4.0, 0.0, 3.0];
-    p.update_priorities(&(0..n).collect::<Vec<_>>(), &prios).unwrap();
-    let pa: Vec<f64> = prios.iter().map(|&x| (x as f64 + 1e-6).powf(alpha)).collect();
+    p.update_priorities(&(0..n).collect::<Vec<_>>(), &prios)
+        .unwrap();
+    let pa: Vec<f64> = prios
+        .iter()
+        .map(|&x| (x as f64 + 1e-6).powf(alpha))
+        .collect();
     let total: f64 = pa.iter().sum();
     let probs: Vec<f64> = pa.iter().map(|x| x / total).collect();
     let min = pa.iter().copied().fold(f64::INFINITY, f64::min);
@@ -197,5 +215,9 @@ fn uniform_matches_exact_probabilities() {
         counts[tuple_index(&tuples, &idx)] += 1;
     }
     let probs = vec![1.0 / tuples.len() as f64; tuples.len()];
-    assert_fits("uniform ordered triples without replacement", &counts, &probs);
+    assert_fits(
+        "uniform ordered triples without replacement",
+        &counts,
+        &probs,
+    );
 }

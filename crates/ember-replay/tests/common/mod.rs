@@ -35,7 +35,10 @@ pub fn chi2(observed: &[u64], probs: &[f64]) -> (f64, usize) {
 pub fn assert_fits(what: &str, observed: &[u64], probs: &[f64]) {
     let (stat, df) = chi2(observed, probs);
     let crit = chi2_critical(df);
-    assert!(stat < crit, "{what}: chi2 = {stat:.1} >= {crit:.1} (df {df})\nobserved {observed:?}\nprobs {probs:?}");
+    assert!(
+        stat < crit,
+        "{what}: chi2 = {stat:.1} >= {crit:.1} (df {df})\nobserved {observed:?}\nprobs {probs:?}"
+    );
 }
 
 /// Two-sample chi-square homogeneity test of two count vectors over the same categories.
@@ -53,7 +56,11 @@ pub fn assert_same_distribution(what: &str, a: &[u64], b: &[u64]) {
         cats += 1;
     }
     let crit = chi2_critical(cats - 1);
-    assert!(stat < crit, "{what}: chi2 = {stat:.1} >= {crit:.1} (df {})", cats - 1);
+    assert!(
+        stat < crit,
+        "{what}: chi2 = {stat:.1} >= {crit:.1} (df {})",
+        cats - 1
+    );
 }
 
 /// Exact probability of drawing the ordered tuple `seq` by successive draws without
