@@ -13,5 +13,8 @@
 
 #![warn(missing_docs)]
 
+pub use ember_backend as backend;
 pub use ember_core as core;
+pub use ember_loss as loss;
+pub use ember_nn as nn;
 pub use ember_replay as replay;

@@ -61,6 +61,34 @@ pub enum Error {
         /// The space, formatted.
         space: String,
     },
+    /// A tensor or module is on another device than the one it must be on.
+    #[error("{what} is on {got}, expected {expected}")]
+    DeviceMismatch {
+        /// What was checked (e.g. `input of the actor`).
+        what: String,
+        /// The device it should be on, formatted.
+        expected: String,
+        /// The device it is on, formatted.
+        got: String,
+    },
+    /// Something was asked of a build or machine that does not provide it.
+    #[error("{what} is not available: {hint}")]
+    Unavailable {
+        /// What was asked for (e.g. `backend tch`).
+        what: String,
+        /// How to get it (e.g. `rebuild with --features tch`).
+        hint: String,
+    },
+    /// A computed value (e.g. a loss) is NaN or infinite.
+    #[error("{name} is {value} at step {step}")]
+    Diverged {
+        /// Name of the value (e.g. `critic loss`).
+        name: String,
+        /// The value.
+        value: f64,
+        /// The step at which it was seen.
+        step: u64,
+    },
     /// A file could not be read or written.
     #[error("I/O error on {}: {source}", path.display())]
     Io {

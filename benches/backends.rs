@@ -1,0 +1,142 @@
+//! Backend benchmarks (issue: one code path on flex, ndarray and libtorch).
+//!
+//! `cargo bench --bench backends` (add `--features tch` after
+//! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows).
+//! - `policy_forward/{backend}_b{1,4,16,256}`: a SAC actor 17→256→256→6 acting as an actor
+//!   does: host observations in, tanh-Gaussian action sampled with host noise, action back
+//!   on the host. Reported as calls per second (criterion's elements/s with 1 element per
+//!   call).
+//! - `critic_step/{backend}_b256`: forward + MSE + backward + Adam for a 23→256→256→1 critic.
+//! - `twin_critic_step/{separate,fused}_flex`: two critics trained on one loss, as two
+//!   networks or as one fused ensemble.
+
+use burn::module::Module;
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::{Tensor, TensorData};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ember_backend::DeviceSpec;
+use ember_core::EmberRng;
+use ember_loss::{mse, sac_critic_loss};
+use ember_nn::{ContinuousQ, CriticEnsembleConfig, GaussianTanhPolicyConfig, MlpConfig, noise};
+use std::hint::black_box;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn specs() -> Vec<DeviceSpec> {
+    DeviceSpec::compiled_cpu()
+}
+
+fn name(spec: DeviceSpec) -> &'static str {
+    match spec {
+        DeviceSpec::Flex => "flex",
+        DeviceSpec::NdArray => "ndarray",
+        DeviceSpec::TchCpu => "tch",
+        DeviceSpec::TchCuda(_) => "tch_cuda",
+        DeviceSpec::Cuda(_) => "cuda",
+    }
+}
+
+fn host(rows: usize, cols: usize, rng: &mut EmberRng) -> Vec<f32> {
+    (0..rows * cols)
+        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
+        .collect()
+}
+
+fn policy_forward(c: &mut Criterion) {
+    let mut g = c.benchmark_group("policy_forward");
+    g.warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(1));
+    for spec in specs() {
+        let device = spec.device().unwrap();
+        let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
+        for batch in [1usize, 4, 16, 256] {
+            let mut rng = EmberRng::seed_from(0);
+            let obs = host(batch, 17, &mut rng);
+            g.bench_function(format!("{}_b{batch}", name(spec)), |b| {
+                b.iter(|| {
+                    let x =
+                        Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
+                    let eps = noise::standard_normal(batch, 6, &mut rng, &device);
+                    let a: Vec<f32> = policy
+                        .act(x, eps)
+                        .into_data()
+                        .try_into_vec_as::<f32>()
+                        .unwrap();
+                    black_box(a)
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+fn critic_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("critic_step");
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    for spec in specs() {
+        let device = spec.autodiff_device().unwrap();
+        let mut rng = EmberRng::seed_from(1);
+        let x =
+            Tensor::<2>::from_data(TensorData::new(host(256, 23, &mut rng), [256, 23]), &device);
+        let y = Tensor::<2>::from_data(TensorData::new(host(256, 1, &mut rng), [256, 1]), &device);
+        let mut net = Some(MlpConfig::new([23, 256, 256, 1]).init(&device).unwrap());
+        let mut optim = AdamConfig::new().init();
+        g.bench_function(format!("{}_b256", name(spec)), |b| {
+            b.iter(|| {
+                let n = net.take().unwrap();
+                let loss = mse(n.forward(x.clone()), y.clone());
+                let grads = GradientsParams::from_grads(loss.backward(), &n);
+                net = Some(optim.step(3e-4, n, grads));
+            })
+        });
+    }
+    g.finish();
+}
+
+fn twin_critic_step(c: &mut Criterion) {
+    let mut g = c.benchmark_group("twin_critic_step");
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    let device = DeviceSpec::Flex.autodiff_device().unwrap();
+    let mut rng = EmberRng::seed_from(2);
+    let obs = noise::standard_normal(256, 17, &mut rng, &device);
+    let act = noise::standard_normal(256, 6, &mut rng, &device);
+    let y = noise::standard_normal(256, 1, &mut rng, &device);
+    let critic = || ContinuousQ::new(MlpConfig::new([23, 256, 256, 1]).init(&device).unwrap());
+    let mut pair = Some((critic(), critic()));
+    let mut optim = AdamConfig::new().init();
+    g.bench_function("separate_flex", |b| {
+        b.iter(|| {
+            let (q1, q2) = pair.take().unwrap();
+            let loss = mse(q1.forward(obs.clone(), act.clone()), y.clone())
+                + mse(q2.forward(obs.clone(), act.clone()), y.clone());
+            let mut grads = loss.backward();
+            let g1 = GradientsParams::from_module(&mut grads, &q1);
+            let g2 = GradientsParams::from_module(&mut grads, &q2);
+            pair = Some((optim.step(3e-4, q1, g1), optim.step(3e-4, q2, g2)));
+        })
+    });
+    let mut ens = Some(
+        CriticEnsembleConfig::new(2, 23, [256, 256])
+            .init(&device)
+            .unwrap(),
+    );
+    let mut optim = AdamConfig::new().init();
+    g.bench_function("fused_flex", |b| {
+        b.iter(|| {
+            let e = ens.take().unwrap();
+            let loss = sac_critic_loss(e.forward(obs.clone(), act.clone()), y.clone());
+            let grads = GradientsParams::from_grads(loss.backward(), &e);
+            ens = Some(optim.step(3e-4, e, grads));
+        })
+    });
+    let _ = ens.as_ref().map(|e| e.num_params());
+    g.finish();
+}
+
+criterion_group!(benches, policy_forward, critic_step, twin_critic_step);
+criterion_main!(benches);

@@ -1,0 +1,40 @@
+//! # ember-backend
+//!
+//! The only crate of Ember that names burn backends. Everything else takes a
+//! `burn::tensor::Device`; this crate turns a user's string into one and checks that the
+//! build and the machine can provide it.
+//!
+//! - [`DeviceSpec`]: `flex`, `ndarray`, `tch:cpu`, `tch:cuda:N`, `cuda:N`, with errors that
+//!   name the cargo feature to enable.
+//! - [`set_intra_op_threads`]: libtorch's intra-op pool (set 1 when two networks train on
+//!   two threads).
+//! - [`DeviceChecked`]: a module wrapper that rejects inputs, outputs and parameters on the
+//!   wrong device.
+//! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
+//!
+//! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
+//! `scripts/setup-libtorch.sh` first), `cuda` (CubeCL).
+//!
+//! ```
+//! use burn::tensor::Tensor;
+//! use ember_backend::DeviceSpec;
+//!
+//! let spec: DeviceSpec = "flex".parse()?;
+//! let device = spec.device()?;
+//! let x = Tensor::<2>::ones([2, 3], &device);
+//! assert_eq!(x.sum().into_scalar::<f32>(), 6.0);
+//! assert!("gpu".parse::<DeviceSpec>().is_err());
+//! # Ok::<(), ember_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod checked;
+mod spec;
+mod threads;
+mod transfer;
+
+pub use checked::DeviceChecked;
+pub use spec::{Backend, DeviceSpec};
+pub use threads::{intra_op_threads, set_intra_op_threads};
+pub use transfer::{inference_copy, move_to};

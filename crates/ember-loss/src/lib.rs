@@ -1,0 +1,39 @@
+//! # ember-loss
+//!
+//! Pure loss and return functions for RL, on burn tensors (any backend) or host slices.
+//!
+//! - TD targets that mask `terminated` but not `truncated`: [`td_target`],
+//!   [`td_target_discounted`], [`double_dqn_target`].
+//! - [`mse`], [`huber`].
+//! - SAC: [`sac_target`], [`sac_critic_loss`], [`sac_actor_loss`], [`sac_temperature_loss`].
+//! - [`policy_gradient_loss`], [`entropy_loss`].
+//! - [`discounted_returns`] and [`gae`] over time-major rollouts of many environments.
+//! - [`checked_loss`]: a NaN or infinite loss becomes an error naming the loss.
+//!
+//! ```
+//! use burn::tensor::{Tensor, TensorData};
+//! use ember_loss::td_target;
+//!
+//! let device = ember_backend::DeviceSpec::Flex.device()?;
+//! let col = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [2, 1]), &device);
+//! // The second transition terminated: no bootstrap.
+//! let y = td_target(col(vec![1.0, 1.0]), col(vec![0.0, 1.0]), col(vec![10.0, 10.0]), 0.9);
+//! assert_eq!(y.into_data().try_into_vec_as::<f32>().unwrap(), vec![10.0, 1.0]);
+//! # Ok::<(), ember_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod check;
+mod policy_gradient;
+mod regression;
+mod returns;
+mod sac;
+mod td;
+
+pub use check::checked_loss;
+pub use policy_gradient::{entropy_loss, policy_gradient_loss};
+pub use regression::{huber, mse};
+pub use returns::{Rollout, discounted_returns, gae};
+pub use sac::{sac_actor_loss, sac_critic_loss, sac_target, sac_temperature_loss};
+pub use td::{double_dqn_target, td_target, td_target_discounted};

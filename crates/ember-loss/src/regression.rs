@@ -1,0 +1,21 @@
+//! Regression losses.
+
+use burn::tensor::Tensor;
+
+/// Mean squared error `mean((pred − target)²)`, a one-element tensor.
+pub fn mse<const D: usize>(pred: Tensor<D>, target: Tensor<D>) -> Tensor<1> {
+    let d = pred - target;
+    (d.clone() * d).mean()
+}
+
+/// Huber (smooth L1) loss with threshold `delta`: `0.5 d²` where `|d| ≤ delta`, else
+/// `delta (|d| − 0.5 delta)`, averaged.
+pub fn huber<const D: usize>(pred: Tensor<D>, target: Tensor<D>, delta: f64) -> Tensor<1> {
+    let a = (pred - target).abs();
+    let quadratic = a.clone().clamp_max(delta);
+    let linear = a - quadratic.clone();
+    (quadratic.clone() * quadratic)
+        .mul_scalar(0.5)
+        .add(linear.mul_scalar(delta))
+        .mean()
+}

@@ -1,0 +1,180 @@
+//! The tanh-squashed Gaussian policy of SAC.
+
+use crate::mlp::{Activation, Mlp, MlpConfig};
+use burn::module::Module;
+use burn::tensor::activation::{softplus, tanh};
+use burn::tensor::{Device, Tensor, TensorData};
+use ember_core::{Error, Result};
+
+/// How to build a [`GaussianTanhPolicy`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct GaussianTanhPolicyConfig {
+    /// Observation width.
+    pub obs_dim: usize,
+    /// Action width.
+    pub act_dim: usize,
+    /// Hidden widths (SAC: `[256, 256]`).
+    pub hidden: Vec<usize>,
+    /// Hidden nonlinearity.
+    pub activation: Activation,
+    /// Lower action bounds (the squashed action is mapped onto `[low, high]`).
+    pub low: Vec<f32>,
+    /// Upper action bounds.
+    pub high: Vec<f32>,
+    /// Clamp of the log standard deviation (SB3: `[-20, 2]`).
+    pub log_std_bounds: (f32, f32),
+}
+
+impl GaussianTanhPolicyConfig {
+    /// A policy for actions in `[-1, 1]^act_dim` with 256×256 ReLU hidden layers.
+    pub fn new(obs_dim: usize, act_dim: usize) -> Self {
+        GaussianTanhPolicyConfig {
+            obs_dim,
+            act_dim,
+            hidden: vec![256, 256],
+            activation: Activation::Relu,
+            low: vec![-1.0; act_dim],
+            high: vec![1.0; act_dim],
+            log_std_bounds: (-20.0, 2.0),
+        }
+    }
+
+    /// Sets the hidden widths.
+    pub fn with_hidden(mut self, hidden: impl Into<Vec<usize>>) -> Self {
+        self.hidden = hidden.into();
+        self
+    }
+
+    /// Sets the action bounds (one value per action dimension).
+    pub fn with_bounds(mut self, low: Vec<f32>, high: Vec<f32>) -> Self {
+        self.low = low;
+        self.high = high;
+        self
+    }
+
+    /// Builds the policy on `device`.
+    pub fn init(&self, device: &Device) -> Result<GaussianTanhPolicy> {
+        Error::check_len("policy action low bounds", self.act_dim, self.low.len())?;
+        Error::check_len("policy action high bounds", self.act_dim, self.high.len())?;
+        for (i, (&l, &h)) in self.low.iter().zip(&self.high).enumerate() {
+            if !(l.is_finite() && h.is_finite() && l < h) {
+                return Err(Error::invalid(
+                    format!("action bounds[{i}]"),
+                    format!("[{l}, {h}]"),
+                    "finite, low < high",
+                ));
+            }
+        }
+        let (lo, hi) = self.log_std_bounds;
+        if lo.is_nan() || hi.is_nan() || lo >= hi {
+            return Err(Error::invalid(
+                "log_std_bounds",
+                format!("({lo}, {hi})"),
+                "min < max",
+            ));
+        }
+        let mut sizes = vec![self.obs_dim];
+        sizes.extend(&self.hidden);
+        sizes.push(2 * self.act_dim); // mean and log-std heads fused into one layer
+        let net = MlpConfig::new(sizes)
+            .with_activation(self.activation)
+            .init(device)?;
+        let scale: Vec<f32> = self
+            .low
+            .iter()
+            .zip(&self.high)
+            .map(|(l, h)| (h - l) / 2.0)
+            .collect();
+        let bias: Vec<f32> = self
+            .low
+            .iter()
+            .zip(&self.high)
+            .map(|(l, h)| (h + l) / 2.0)
+            .collect();
+        Ok(GaussianTanhPolicy {
+            net,
+            act_dim: self.act_dim,
+            scale,
+            bias,
+            log_std_bounds: self.log_std_bounds,
+        })
+    }
+}
+
+/// `a = tanh(μ(s) + σ(s)·ε)·scale + bias`, `ε ~ N(0, I)`: SAC's actor.
+#[derive(Module, Debug)]
+pub struct GaussianTanhPolicy {
+    /// Trunk and fused heads: output `[mean, log_std]`.
+    pub net: Mlp,
+    /// Action width.
+    pub act_dim: usize,
+    /// Half-widths of the action box.
+    #[module(skip)]
+    pub scale: Vec<f32>,
+    /// Centres of the action box.
+    #[module(skip)]
+    pub bias: Vec<f32>,
+    /// Log-std clamp.
+    #[module(skip)]
+    pub log_std_bounds: (f32, f32),
+}
+
+impl GaussianTanhPolicy {
+    /// Mean and clamped log standard deviation of the pre-squash Gaussian, each
+    /// `[batch, act_dim]`.
+    pub fn forward(&self, obs: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let out = self.net.forward(obs);
+        let [b, _] = out.dims();
+        let a = self.act_dim;
+        let mean = out.clone().slice([0..b, 0..a]);
+        let log_std = out
+            .slice([0..b, a..2 * a])
+            .clamp(self.log_std_bounds.0, self.log_std_bounds.1);
+        (mean, log_std)
+    }
+
+    /// A stochastic action for acting, from standard-normal `noise` `[batch, act_dim]`.
+    pub fn act(&self, obs: Tensor<2>, noise: Tensor<2>) -> Tensor<2> {
+        let (mean, log_std) = self.forward(obs);
+        self.squash(tanh(mean + log_std.exp() * noise))
+    }
+
+    /// The deterministic action `tanh(μ(s))` (evaluation).
+    pub fn deterministic(&self, obs: Tensor<2>) -> Tensor<2> {
+        let (mean, _) = self.forward(obs);
+        self.squash(tanh(mean))
+    }
+
+    /// A reparameterised action and its log-probability `[batch, 1]`, including the tanh and
+    /// scale corrections: `log π(a|s) = Σ_i [log N(u_i; μ_i, σ_i) − log(scale_i (1 − tanh² u_i))]`
+    /// with the stable form `log(1 − tanh² u) = 2 (log 2 − u − softplus(−2u))`.
+    pub fn sample(&self, obs: Tensor<2>, noise: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let (mean, log_std) = self.forward(obs);
+        let u = mean + log_std.clone().exp() * noise.clone();
+        let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+        let gauss = (noise.clone() * noise).mul_scalar(-0.5) - log_std - half_log_2pi;
+        let log_det = (u.clone().neg().add_scalar(std::f64::consts::LN_2)
+            - softplus(u.clone().mul_scalar(-2.0), 1.0))
+        .mul_scalar(2.0);
+        let scale_log: f64 = self.scale.iter().map(|&s| (s as f64).ln()).sum();
+        let log_prob = (gauss - log_det).sum_dim(1).sub_scalar(scale_log);
+        (self.squash(tanh(u)), log_prob)
+    }
+
+    fn squash(&self, a: Tensor<2>) -> Tensor<2> {
+        let unit_scale = self.scale.iter().all(|&s| s == 1.0);
+        let zero_bias = self.bias.iter().all(|&b| b == 0.0);
+        if unit_scale && zero_bias {
+            return a;
+        }
+        let uniform = self.scale.iter().all(|&s| s == self.scale[0]) && zero_bias;
+        if uniform {
+            return a.mul_scalar(self.scale[0]);
+        }
+        let device = a.device();
+        let row = |v: &Vec<f32>| {
+            Tensor::<2>::from_data(TensorData::new(v.clone(), [1, self.act_dim]), &device)
+        };
+        a * row(&self.scale) + row(&self.bias)
+    }
+}

@@ -1,0 +1,48 @@
+//! # ember-nn
+//!
+//! burn modules for reinforcement learning, written once for every backend: they take a
+//! `burn::tensor::Device` and never name a backend.
+//!
+//! - [`Mlp`] (sizes, activation, optional layer norm).
+//! - [`GaussianTanhPolicy`] (SAC's actor: reparameterised samples, log-probabilities with
+//!   the tanh correction, deterministic mode) and [`CategoricalPolicy`].
+//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`].
+//! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
+//! - [`hard_target`] and [`polyak_update`] for target networks.
+//! - [`noise`]: host-side noise so the same seed acts the same on every backend.
+//!
+//! ```
+//! use ember_core::EmberRng;
+//! use ember_nn::{noise, GaussianTanhPolicyConfig};
+//!
+//! let device = ember_backend::DeviceSpec::Flex.device()?;
+//! let policy = GaussianTanhPolicyConfig::new(3, 1)
+//!     .with_bounds(vec![-2.0], vec![2.0])
+//!     .init(&device)?;
+//! let mut rng = EmberRng::seed_from(0);
+//! let obs = noise::standard_normal(4, 3, &mut rng, &device);
+//! let eps = noise::standard_normal(4, 1, &mut rng, &device);
+//! let (action, log_prob) = policy.sample(obs, eps);
+//! assert_eq!(action.dims(), [4, 1]);
+//! assert_eq!(log_prob.dims(), [4, 1]);
+//! let a: Vec<f32> = action.into_data().try_into_vec_as::<f32>().unwrap();
+//! assert!(a.iter().all(|x| x.abs() <= 2.0));
+//! # Ok::<(), ember_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod categorical_policy;
+mod ensemble;
+mod gaussian_policy;
+mod mlp;
+pub mod noise;
+mod target;
+mod value;
+
+pub use categorical_policy::CategoricalPolicy;
+pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
+pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig};
+pub use mlp::{Activation, Mlp, MlpConfig};
+pub use target::{hard_target, polyak_update};
+pub use value::{ContinuousQ, DiscreteQ, ValueNet};

@@ -1,0 +1,144 @@
+//! A multi-layer perceptron with a choice of activation and optional layer norm.
+
+use burn::module::Module;
+use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::tensor::activation::{relu, tanh};
+use burn::tensor::{Device, Tensor};
+use ember_core::{Error, Result};
+
+/// The hidden-layer nonlinearity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Activation {
+    /// `max(x, 0)` (the SAC / DQN default).
+    #[default]
+    Relu,
+    /// `tanh(x)` (the A2C / PPO default).
+    Tanh,
+}
+
+impl Activation {
+    /// Applies the nonlinearity.
+    pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+        match self {
+            Activation::Relu => relu(x),
+            Activation::Tanh => tanh(x),
+        }
+    }
+}
+
+/// How to build an [`Mlp`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpConfig {
+    /// Layer widths from input to output, at least two (`[17, 256, 256, 6]`).
+    pub sizes: Vec<usize>,
+    /// Hidden nonlinearity (none after the last layer).
+    pub activation: Activation,
+    /// Layer norm after every hidden linear layer, before the activation.
+    pub layer_norm: bool,
+}
+
+impl MlpConfig {
+    /// ReLU, no layer norm.
+    pub fn new(sizes: impl Into<Vec<usize>>) -> Self {
+        MlpConfig {
+            sizes: sizes.into(),
+            activation: Activation::Relu,
+            layer_norm: false,
+        }
+    }
+
+    /// Sets the activation.
+    pub fn with_activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self
+    }
+
+    /// Enables or disables layer norm.
+    pub fn with_layer_norm(mut self, layer_norm: bool) -> Self {
+        self.layer_norm = layer_norm;
+        self
+    }
+
+    /// Checks the sizes (at least two, none zero).
+    pub fn validate(&self) -> Result<()> {
+        if self.sizes.len() < 2 {
+            return Err(Error::invalid(
+                "mlp sizes",
+                format!("{:?}", self.sizes),
+                "at least [input, output]",
+            ));
+        }
+        if let Some(i) = self.sizes.iter().position(|&s| s == 0) {
+            return Err(Error::invalid(format!("mlp sizes[{i}]"), 0, ">= 1"));
+        }
+        Ok(())
+    }
+
+    /// Builds the network on `device` with every parameter materialised (burn initialises
+    /// lazily otherwise, and clones made before first use would share pending state).
+    pub fn init(&self, device: &Device) -> Result<Mlp> {
+        self.validate()?;
+        let layers: Vec<Linear> = self
+            .sizes
+            .windows(2)
+            .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+            .collect();
+        let norms = if self.layer_norm {
+            self.sizes[1..self.sizes.len() - 1]
+                .iter()
+                .map(|&d| LayerNormConfig::new(d).init(device))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Mlp {
+            layers,
+            norms,
+            activation: self.activation,
+        }
+        .materialize())
+    }
+}
+
+/// Linear layers with a nonlinearity between them (none after the last).
+#[derive(Module, Debug)]
+pub struct Mlp {
+    /// The linear layers, input first.
+    pub layers: Vec<Linear>,
+    /// Layer norms after each hidden layer (empty when disabled).
+    pub norms: Vec<LayerNorm>,
+    /// Hidden nonlinearity.
+    #[module(skip)]
+    pub activation: Activation,
+}
+
+impl Mlp {
+    /// Input width.
+    pub fn input_dim(&self) -> usize {
+        self.layers[0].weight.shape().dims::<2>()[0]
+    }
+
+    /// Output width.
+    pub fn output_dim(&self) -> usize {
+        self.layers[self.layers.len() - 1]
+            .weight
+            .shape()
+            .dims::<2>()[1]
+    }
+
+    /// Applies the network to `[batch, input]`, giving `[batch, output]`.
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        let last = self.layers.len() - 1;
+        let mut x = x;
+        for (i, layer) in self.layers.iter().enumerate() {
+            x = layer.forward(x);
+            if i < last {
+                if let Some(norm) = self.norms.get(i) {
+                    x = norm.forward(x);
+                }
+                x = self.activation.apply(x);
+            }
+        }
+        x
+    }
+}

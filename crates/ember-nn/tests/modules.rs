@@ -1,0 +1,190 @@
+//! Module checks on flex: shapes, log-probabilities against a host computation, the fused
+//! ensemble against separate critics, target updates.
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use ember_core::EmberRng;
+use ember_nn::*;
+
+fn dev() -> Device {
+    ember_backend::DeviceSpec::Flex.device().unwrap()
+}
+
+fn vals<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().try_into_vec_as::<f32>().unwrap()
+}
+
+#[test]
+fn mlp_shapes_and_validation() {
+    let d = dev();
+    let m = MlpConfig::new([5, 8, 3])
+        .with_layer_norm(true)
+        .init(&d)
+        .unwrap();
+    assert_eq!((m.input_dim(), m.output_dim()), (5, 3));
+    assert_eq!(m.forward(Tensor::zeros([4, 5], &d)).dims(), [4, 3]);
+    assert!(MlpConfig::new([5]).init(&d).is_err());
+    assert!(
+        MlpConfig::new([5, 0, 1])
+            .init(&d)
+            .unwrap_err()
+            .to_string()
+            .contains("sizes[1]")
+    );
+}
+
+#[test]
+fn gaussian_log_prob_matches_host_formula() {
+    let d = dev();
+    let p = GaussianTanhPolicyConfig::new(3, 2)
+        .with_hidden([16])
+        .with_bounds(vec![-2.0, 0.0], vec![2.0, 1.0])
+        .init(&d)
+        .unwrap();
+    let mut rng = EmberRng::seed_from(3);
+    let obs = noise::standard_normal(5, 3, &mut rng, &d);
+    let eps = noise::standard_normal(5, 2, &mut rng, &d);
+    let (mean, log_std) = p.forward(obs.clone());
+    let (a, logp) = p.sample(obs.clone(), eps.clone());
+    let (m, s, e, a, lp) = (
+        vals(mean),
+        vals(log_std),
+        vals(eps.clone()),
+        vals(a),
+        vals(logp),
+    );
+    let (scale, bias) = ([2.0f64, 0.5], [0.0f64, 0.5]);
+    for (r, &got) in lp.iter().enumerate() {
+        let mut want = 0.0f64;
+        for j in 0..2 {
+            let i = r * 2 + j;
+            let u = m[i] as f64 + (s[i] as f64).exp() * e[i] as f64;
+            let gauss = -0.5 * (e[i] as f64).powi(2)
+                - s[i] as f64
+                - 0.5 * (2.0 * std::f64::consts::PI).ln();
+            want += gauss - (scale[j] * (1.0 - u.tanh().powi(2))).ln();
+            let act = u.tanh() * scale[j] + bias[j];
+            assert!(
+                (a[i] as f64 - act).abs() < 1e-5,
+                "action {i}: {} vs {act}",
+                a[i]
+            );
+        }
+        assert!((got as f64 - want).abs() < 1e-3, "row {r}: {got} vs {want}");
+    }
+    let det = vals(p.deterministic(obs.clone()));
+    assert!(
+        det.chunks(2)
+            .all(|c| c[0].abs() <= 2.0 && (0.0..=1.0).contains(&c[1]))
+    );
+    assert_eq!(vals(p.act(obs.clone(), eps.clone())), a);
+    assert!(
+        GaussianTanhPolicyConfig::new(3, 2)
+            .with_bounds(vec![1.0, 1.0], vec![0.0, 2.0])
+            .init(&d)
+            .is_err()
+    );
+}
+
+#[test]
+fn categorical_sampling_follows_softmax() {
+    let d = dev();
+    let net = MlpConfig::new([1, 3]).init(&d).unwrap();
+    // Zero weights, biases = log(0.2, 0.3, 0.5): the policy is that distribution everywhere.
+    let logits = [0.2f32.ln(), 0.3f32.ln(), 0.5f32.ln()];
+    let mut policy = CategoricalPolicy::new(net);
+    policy.net.layers[0].weight = Param::from_tensor(Tensor::zeros([1, 3], &d));
+    policy.net.layers[0].bias = Some(Param::from_tensor(Tensor::from_data(
+        TensorData::new(logits.to_vec(), [3]),
+        &d,
+    )));
+    let n = 30_000;
+    let mut rng = EmberRng::seed_from(5);
+    let obs = Tensor::<2>::zeros([n, 1], &d);
+    let u = noise::uniform_open(n, 3, &mut rng, &d);
+    let actions: Vec<i64> = policy
+        .sample(obs.clone(), u)
+        .into_data()
+        .try_into_vec_as::<i64>()
+        .unwrap();
+    let mut counts = [0f64; 3];
+    for a in actions {
+        counts[a as usize] += 1.0;
+    }
+    let p = [0.2f32, 0.3, 0.5];
+    let chi2: f64 = counts
+        .iter()
+        .zip(p)
+        .map(|(c, p)| (c - p as f64 * n as f64).powi(2) / (p as f64 * n as f64))
+        .sum();
+    assert!(chi2 < 27.6, "chi2 {chi2} counts {counts:?}"); // df 2, p = 1e-6
+    let acts = Tensor::<1, Int>::from_data(TensorData::new(vec![2i64, 0], [2]), &d);
+    let (logp, ent) = policy.evaluate(Tensor::zeros([2, 1], &d), acts);
+    let (logp, ent) = (vals(logp), vals(ent));
+    assert!((logp[0] - 0.5f32.ln()).abs() < 1e-5 && (logp[1] - 0.2f32.ln()).abs() < 1e-5);
+    let h: f32 = -p.iter().map(|&x: &f32| x * x.ln()).sum::<f32>();
+    assert!((ent[0] - h).abs() < 1e-5);
+}
+
+#[test]
+fn fused_ensemble_equals_separate_critics_bitwise() {
+    let d = dev();
+    let ens = CriticEnsembleConfig::new(2, 23, [64, 64]).init(&d).unwrap();
+    let mut rng = EmberRng::seed_from(9);
+    let obs = noise::standard_normal(32, 17, &mut rng, &d);
+    let act = noise::standard_normal(32, 6, &mut rng, &d);
+    let fused = vals(ens.forward(obs.clone(), act.clone()));
+    for e in 0..2 {
+        let single = vals(ens.member(e).forward(obs.clone(), act.clone()));
+        assert_eq!(&fused[e * 32..(e + 1) * 32], &single[..], "member {e}");
+    }
+    let min = vals(ens.min_q(obs, act));
+    for (i, &m) in min.iter().enumerate() {
+        assert_eq!(m, fused[i].min(fused[32 + i]));
+    }
+}
+
+#[derive(Default)]
+struct Ids(Vec<ParamId>, Vec<Vec<f32>>);
+
+impl ModuleVisitor for Ids {
+    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+        self.0.push(p.id);
+        self.1
+            .push(p.val().into_data().try_into_vec_as::<f32>().unwrap());
+    }
+}
+
+fn params<M: Module>(m: &M) -> Ids {
+    let mut v = Ids::default();
+    m.visit(&mut v);
+    v
+}
+
+#[test]
+fn polyak_and_hard_targets() {
+    let ad = dev().autodiff();
+    let online = MlpConfig::new([4, 8, 2]).init(&ad).unwrap();
+    let target = hard_target(&online);
+    let (o, t) = (params(&online), params(&target));
+    assert_eq!(o.0, t.0, "a target keeps the online parameter ids");
+    assert_eq!(o.1, t.1);
+    // Move the online net, then blend halfway.
+    let moved = MlpConfig::new([4, 8, 2]).init(&ad).unwrap();
+    let mut shifted = online.clone();
+    for (l, m) in shifted.layers.iter_mut().zip(&moved.layers) {
+        let (id, w) = (l.weight.id, m.weight.val());
+        l.weight = Param::initialized(id, w);
+    }
+    let blended = polyak_update(target, &shifted, 0.5);
+    let (b, s) = (params(&blended), params(&shifted));
+    for ((bv, tv), sv) in b.1.iter().zip(&t.1).zip(&s.1) {
+        for ((x, y), z) in bv.iter().zip(tv).zip(sv) {
+            assert!((x - 0.5 * (y + z)).abs() < 1e-6);
+        }
+    }
+    assert!(
+        !blended.layers[0].weight.val().is_autodiff(),
+        "targets stay off the autodiff device"
+    );
+}
