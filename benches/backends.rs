@@ -3,9 +3,9 @@
 //! `cargo bench --bench backends` (add `--features tch` after
 //! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows).
 //! - `policy_forward/{backend}_b{1,4,16,256}`: a SAC actor 17→256→256→6 acting as an actor
-//!   does: host observations in, tanh-Gaussian action sampled with host noise, action back
-//!   on the host. Reported as calls per second (criterion's elements/s with 1 element per
-//!   call).
+//!   does: host observations in, tanh-Gaussian action sampled with host noise
+//!   (`GaussianTanhPolicy::act_host`), actions back on the host. Reported as calls per
+//!   second (criterion's elements/s with 1 element per call).
 //! - `critic_step/{backend}_b256`: forward + MSE + backward + Adam for a 23→256→256→1 critic.
 //! - `twin_critic_step/{separate,fused}_flex`: two critics trained on one loss, as two
 //!   networks or as one fused ensemble.

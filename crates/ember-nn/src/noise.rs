@@ -4,19 +4,25 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::EmberRng;
 
-/// `[rows, cols]` standard normal values (Box–Muller).
-pub fn standard_normal(rows: usize, cols: usize, rng: &mut EmberRng, device: &Device) -> Tensor<2> {
-    let n = rows * cols;
-    let mut v = Vec::with_capacity(n + 1);
-    while v.len() < n {
+/// Appends `n` standard normal values to `out` (Box–Muller, pairs from two uniforms).
+pub fn fill_standard_normal(n: usize, rng: &mut EmberRng, out: &mut Vec<f32>) {
+    let end = out.len() + n;
+    while out.len() < end {
         let u1 = 1.0 - rng.next_f64(); // (0, 1]
         let u2 = rng.next_f64();
         let r = (-2.0 * u1.ln()).sqrt();
         let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
-        v.push((r * c) as f32);
-        v.push((r * s) as f32);
+        out.push((r * c) as f32);
+        if out.len() < end {
+            out.push((r * s) as f32);
+        }
     }
-    v.truncate(n);
+}
+
+/// `[rows, cols]` standard normal values (the same stream as [`fill_standard_normal`]).
+pub fn standard_normal(rows: usize, cols: usize, rng: &mut EmberRng, device: &Device) -> Tensor<2> {
+    let mut v = Vec::with_capacity(rows * cols);
+    fill_standard_normal(rows * cols, rng, &mut v);
     Tensor::from_data(TensorData::new(v, [rows, cols]), device)
 }
 

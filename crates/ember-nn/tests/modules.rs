@@ -78,6 +78,15 @@ fn gaussian_log_prob_matches_host_formula() {
             .all(|c| c[0].abs() <= 2.0 && (0.0..=1.0).contains(&c[1]))
     );
     assert_eq!(vals(p.act(obs.clone(), eps.clone())), a);
+    // The host path draws the same noise stream and gives the same actions.
+    let mut r1 = EmberRng::seed_from(77);
+    let mut r2 = EmberRng::seed_from(77);
+    let mut host = Vec::new();
+    p.act_host(obs.clone(), &mut r1, &mut host);
+    let dev_act = vals(p.act(obs.clone(), noise::standard_normal(5, 2, &mut r2, &d)));
+    for (h, t) in host.iter().zip(&dev_act) {
+        assert!((h - t).abs() < 1e-6, "{h} vs {t}");
+    }
     assert!(
         GaussianTanhPolicyConfig::new(3, 2)
             .with_bounds(vec![1.0, 1.0], vec![0.0, 2.0])
