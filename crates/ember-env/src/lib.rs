@@ -1,5 +1,65 @@
 //! # ember-env
 //!
-//! Gymnasium-exact classic-control environments (work in progress).
+//! Environments for Ember, reproducing Gymnasium 1.4:
+//!
+//! - **Classic control** ([`CartPole`], [`Pendulum`], [`MountainCar`],
+//!   [`MountainCarContinuous`], [`Acrobot`]) with Gymnasium's constants, order of
+//!   operations, `f32`/`f64` precision, reset ranges, rewards and termination, checked
+//!   against golden traces recorded from Gymnasium (`tools/gen_env_traces.py`). Each
+//!   exposes its physical state through [`ClassicEnv`]. Reset states are drawn from the
+//!   same ranges as Gymnasium's, from Ember's own seeded generator.
+//! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
+//!   registered [`TimeLimit`].
+//! - **Wrappers**: [`TimeLimit`], [`RecordEpisodeStatistics`], [`NormalizeObservation`],
+//!   [`ClipAction`].
+//! - **Vector environments** with Gymnasium's next-step autoreset: [`SyncVecEnv`] and the
+//!   threaded batcher [`ThreadedVecEnv`] (`W` workers × `N` environments, one contiguous
+//!   observation buffer, no allocation per step), both behind [`VecEnv`].
+//! - **Tensor-native batched CartPole** (`TensorCartPole`, cargo feature `tensor`) stepping
+//!   on any burn `Device`.
+//!
+//! An action outside the action space is an [`Error`](ember_core::Error) naming the action
+//! and the space; continuous actions are clipped only where Gymnasium clips them.
+//!
+//! ```
+//! use ember_core::{Action, Env};
+//! use ember_env::{ThreadedVecEnv, VecActions, VecEnv};
+//!
+//! // One environment, by id, with its time limit.
+//! let mut env = ember_env::make("CartPole-v1")?;
+//! let obs = env.reset(Some(42))?;
+//! assert_eq!(obs.len(), 4);
+//! let step = env.step(Action::Discrete(1))?;
+//! assert_eq!(step.reward, 1.0);
+//! assert!(env.step(Action::Discrete(7)).is_err());
+//!
+//! // 2 workers × 8 environments stepping in parallel.
+//! let mut envs = ThreadedVecEnv::from_id("CartPole-v1", 2, 8)?;
+//! envs.reset(Some(0))?;
+//! let actions = [1usize; 16];
+//! let step = envs.step(VecActions::Discrete(&actions))?;
+//! assert_eq!(step.obs.len(), 16 * 4);
+//! # Ok::<(), ember_core::Error>(())
+//! ```
 
 #![warn(missing_docs)]
+
+mod checks;
+mod classic;
+mod registry;
+#[cfg(feature = "tensor")]
+mod tensor;
+mod vector;
+mod wrappers;
+
+pub use classic::{
+    Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
+};
+pub use registry::{ids, make};
+#[cfg(feature = "tensor")]
+pub use tensor::{TensorCartPole, TensorStep};
+pub use vector::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv, VecStep};
+pub use wrappers::{
+    ClipAction, EpisodeStatistics, NormalizeObservation, RecordEpisodeStatistics, RunningMeanStd,
+    TimeLimit,
+};

@@ -1,0 +1,56 @@
+//! The seeded generator each classic-control environment draws its reset states from.
+
+use ember_core::EmberRng;
+
+/// Seed of an environment's generator until `reset_into` is given a seed (Gymnasium seeds
+/// from OS entropy instead; Ember keeps every run reproducible).
+pub const DEFAULT_SEED: u64 = 0;
+
+/// An environment's own generator (Gymnasium's `np_random`): reseeded when `reset_into` is
+/// given a seed, left running otherwise.
+#[derive(Clone, Debug)]
+pub(crate) struct EnvRng {
+    rng: EmberRng,
+}
+
+impl Default for EnvRng {
+    fn default() -> Self {
+        EnvRng {
+            rng: EmberRng::seed_from(DEFAULT_SEED),
+        }
+    }
+}
+
+impl EnvRng {
+    /// Reseeds from `seed` if one is given.
+    pub(crate) fn reseed(&mut self, seed: Option<u64>) {
+        if let Some(seed) = seed {
+            self.rng = EmberRng::seed_from(seed);
+        }
+    }
+
+    /// A uniform draw from `[low, high)`, computed as NumPy's `uniform` does:
+    /// `low + (high - low) * u`.
+    pub(crate) fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * self.rng.next_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reseeding_repeats_and_none_continues() {
+        let mut a = EnvRng::default();
+        a.reseed(Some(5));
+        let x = a.uniform(-1.0, 1.0);
+        let y = a.uniform(-1.0, 1.0);
+        assert_ne!(x, y);
+        a.reseed(Some(5));
+        assert_eq!(a.uniform(-1.0, 1.0), x);
+        a.reseed(None);
+        assert_eq!(a.uniform(-1.0, 1.0), y);
+        assert!((-1.0..1.0).contains(&x));
+    }
+}
