@@ -54,6 +54,7 @@ mod ring;
 mod sampler;
 mod seen_set;
 mod shared;
+mod slot_values;
 mod sum_tree;
 mod uniform;
 

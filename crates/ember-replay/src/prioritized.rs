@@ -9,6 +9,7 @@
 use crate::codec::{Decoder, Encoder};
 use crate::min_tree::MinTree;
 use crate::sampler::Sampler;
+use crate::slot_values;
 use crate::sum_tree::{FAILED, SumTree};
 use ember_core::{EmberRng, Error, Result};
 
@@ -209,10 +210,7 @@ impl Sampler for Prioritized {
         enc.f64(self.beta);
         enc.f64(self.eps);
         enc.f64(self.max_priority);
-        let stored: Vec<f64> = (0..self.capacity())
-            .map(|i| self.sum.get(i).unwrap_or(f64::NAN))
-            .collect();
-        enc.f64s(&stored);
+        slot_values::encode(&self.sum, enc);
     }
 
     fn decode(dec: &mut Decoder<'_>, capacity: usize) -> Result<Self> {
@@ -227,25 +225,8 @@ impl Sampler for Prioritized {
             return Err(dec.corrupt(format!("max priority = {max_priority}")));
         }
         s.max_priority = max_priority;
-        let stored = dec.f64s("priorities", capacity)?;
-        if stored.len() != capacity {
-            return Err(dec.corrupt(format!(
-                "{} priorities for capacity {capacity}",
-                stored.len()
-            )));
-        }
-        for (i, &p) in stored.iter().enumerate() {
-            if p.is_nan() {
-                continue;
-            }
-            if !(p >= 0.0 && p.is_finite()) {
-                return Err(dec.corrupt(format!("priority of slot {i} is {p}")));
-            }
-            s.sum.load_leaf(i, Some(p));
-            s.min.load_leaf(i, p);
-        }
-        s.sum.rebuild();
-        s.min.rebuild();
+        let valid = |p: f64| p >= 0.0 && p.is_finite();
+        slot_values::decode(dec, capacity, "priorities", valid, &mut s.sum, &mut s.min)?;
         Ok(s)
     }
 }

@@ -22,6 +22,7 @@ use crate::codec::{Decoder, Encoder};
 use crate::min_tree::MinTree;
 use crate::sampler::Sampler;
 use crate::seen_set::SeenSet;
+use crate::slot_values;
 use crate::sum_tree::{FAILED, SumTree};
 use ember_core::{EmberRng, Error, Result};
 
@@ -209,30 +210,20 @@ impl Sampler for ReturnWeighted {
     }
 
     fn encode(&self, enc: &mut Encoder) {
-        let scores: Vec<f64> = (0..self.capacity())
-            .map(|i| self.sum.get(i).unwrap_or(f64::NAN))
-            .collect();
-        enc.f64s(&scores);
+        slot_values::encode(&self.sum, enc);
     }
 
     fn decode(dec: &mut Decoder<'_>, capacity: usize) -> Result<Self> {
-        let scores = dec.f64s("return-weighted scores", capacity)?;
-        if scores.len() != capacity {
-            return Err(dec.corrupt(format!("{} scores for capacity {capacity}", scores.len())));
-        }
         let mut s = ReturnWeighted::new(capacity);
-        for (i, &r) in scores.iter().enumerate() {
-            if r.is_nan() {
-                continue;
-            }
-            if !r.is_finite() {
-                return Err(dec.corrupt(format!("score of slot {i} is {r}")));
-            }
-            s.sum.load_leaf(i, Some(r));
-            s.min.load_leaf(i, r);
-        }
-        s.sum.rebuild();
-        s.min.rebuild();
+        let finite = |r: f64| r.is_finite();
+        slot_values::decode(
+            dec,
+            capacity,
+            "return-weighted scores",
+            finite,
+            &mut s.sum,
+            &mut s.min,
+        )?;
         Ok(s)
     }
 }

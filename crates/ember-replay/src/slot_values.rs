@@ -1,0 +1,44 @@
+//! Saving and loading the per-slot values held by a sampler's sum and min trees (`NaN`
+//! marks an empty slot); shared by the prioritized and return-weighted samplers.
+
+use crate::codec::{Decoder, Encoder};
+use crate::min_tree::MinTree;
+use crate::sum_tree::SumTree;
+use ember_core::Result;
+
+/// Writes every slot's value (`NaN` where empty).
+pub fn encode(sum: &SumTree, enc: &mut Encoder) {
+    let values: Vec<f64> = (0..sum.capacity())
+        .map(|i| sum.get(i).unwrap_or(f64::NAN))
+        .collect();
+    enc.f64s(&values);
+}
+
+/// Reads `capacity` slot values named `what` into the two trees (rebuilt afterwards);
+/// a value for which `valid` is false is a corrupt file.
+pub fn decode(
+    dec: &mut Decoder<'_>,
+    capacity: usize,
+    what: &str,
+    valid: impl Fn(f64) -> bool,
+    sum: &mut SumTree,
+    min: &mut MinTree,
+) -> Result<()> {
+    let values = dec.f64s(what, capacity)?;
+    if values.len() != capacity {
+        return Err(dec.corrupt(format!("{} {what} for capacity {capacity}", values.len())));
+    }
+    for (i, &v) in values.iter().enumerate() {
+        if v.is_nan() {
+            continue;
+        }
+        if !valid(v) {
+            return Err(dec.corrupt(format!("{what}: slot {i} holds {v}")));
+        }
+        sum.load_leaf(i, Some(v));
+        min.load_leaf(i, v);
+    }
+    sum.rebuild();
+    min.rebuild();
+    Ok(())
+}
