@@ -21,6 +21,8 @@ pub struct ReplayBuffer<S> {
     storage: RingStorage,
     sampler: S,
     rng: EmberRng,
+    /// The sampler's draw, reused between calls (gathered into `batch.indices`).
+    slots: Vec<usize>,
 }
 
 impl<S: Sampler> ReplayBuffer<S> {
@@ -37,6 +39,7 @@ impl<S: Sampler> ReplayBuffer<S> {
             storage,
             sampler,
             rng: EmberRng::seed_from(seed),
+            slots: Vec::new(),
         })
     }
 
@@ -62,17 +65,15 @@ impl<S: Sampler> ReplayBuffer<S> {
     /// Draws `k` transitions into `batch` (rows, slots in `batch.indices`, importance
     /// weights in `batch.weights`). Reuses `batch`'s allocations.
     pub fn sample(&mut self, k: usize, batch: &mut Batch) -> Result<()> {
-        let mut indices = std::mem::take(&mut batch.indices);
         let r = self.sampler.sample(
             self.storage.len(),
             k,
             &mut self.rng,
-            &mut indices,
+            &mut self.slots,
             &mut batch.weights,
         );
-        let r = r.and_then(|_| self.storage.gather(&indices, batch));
+        let r = r.and_then(|_| self.storage.gather(&self.slots, batch));
         if r.is_err() {
-            batch.indices = indices;
             batch.indices.clear();
             batch.len = 0;
         }
@@ -251,6 +252,7 @@ impl<S: Sampler> ReplayBuffer<S> {
             storage,
             sampler,
             rng: EmberRng::from_state(state),
+            slots: Vec::new(),
         })
     }
 }
