@@ -46,10 +46,17 @@ impl CategoricalPolicy {
     /// Log-probabilities `[batch, 1]` of the given `actions` `[batch]`, and the entropies
     /// `[batch, 1]` of the distributions.
     pub fn evaluate(&self, obs: Tensor<2>, actions: Tensor<1, Int>) -> (Tensor<2>, Tensor<2>) {
-        let logp = self.log_probs(obs);
-        let [b] = actions.dims();
-        let chosen = logp.clone().gather(1, actions.reshape([b, 1]));
-        let entropy = (softmax(logp.clone(), 1) * logp).sum_dim(1).neg();
-        (chosen, entropy)
+        evaluate_logits(self.logits(obs), actions)
     }
+}
+
+/// Log-probabilities `[batch, 1]` of `actions` `[batch]` under the categorical
+/// distributions with `logits` `[batch, actions]`, and their entropies `[batch, 1]` (for
+/// policies whose logits come from elsewhere, e.g. a shared actor-critic trunk).
+pub fn evaluate_logits(logits: Tensor<2>, actions: Tensor<1, Int>) -> (Tensor<2>, Tensor<2>) {
+    let logp = log_softmax(logits, 1);
+    let [b] = actions.dims();
+    let chosen = logp.clone().gather(1, actions.reshape([b, 1]));
+    let entropy = (softmax(logp.clone(), 1) * logp).sum_dim(1).neg();
+    (chosen, entropy)
 }

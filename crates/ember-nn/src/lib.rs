@@ -40,7 +40,7 @@ pub mod noise;
 mod target;
 mod value;
 
-pub use categorical_policy::CategoricalPolicy;
+pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig};
 pub use mlp::{Activation, Mlp, MlpConfig};

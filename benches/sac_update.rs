@@ -1,0 +1,91 @@
+//! One full SAC update (critic, actor, temperature, targets) at batch 256 with 256×256
+//! networks and HalfCheetah shapes (obs 17, act 6), by schedule and backend.
+//!
+//! `cargo bench --bench sac_update` (add `--features tch` after
+//! `eval "$(scripts/setup-libtorch.sh)"` for `sequential_tch_b256`). The PyTorch reference
+//! is `benches/reference/sac_update.py` (CleanRL's update, 1 and 2 threads); run it in the
+//! same window.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ember::algo::{OffPolicyLearner, Sac, SacConfig, UpdateSchedule};
+use ember::backend::DeviceSpec;
+use ember::core::{Batch, BoxSpace, EmberRng, Space};
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const OBS: usize = 17;
+const ACT: usize = 6;
+const BATCH: usize = 256;
+
+fn batches(n: usize) -> Vec<Batch> {
+    let mut rng = EmberRng::seed_from(3);
+    let mut u = |k: usize| -> Vec<f32> {
+        (0..k)
+            .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
+            .collect()
+    };
+    (0..n)
+        .map(|_| {
+            let mut b = Batch::with_capacity(OBS, ACT, BATCH);
+            b.len = BATCH;
+            b.obs = u(BATCH * OBS);
+            b.action = u(BATCH * ACT);
+            b.reward = u(BATCH);
+            b.next_obs = u(BATCH * OBS);
+            b.terminated = u(BATCH).iter().map(|&x| (x > 0.98) as u8 as f32).collect();
+            b.truncated = vec![0.0; BATCH];
+            b.weights = vec![1.0; BATCH];
+            b
+        })
+        .collect()
+}
+
+fn name(spec: DeviceSpec) -> &'static str {
+    match spec {
+        DeviceSpec::Flex => "flex",
+        DeviceSpec::NdArray => "ndarray",
+        DeviceSpec::TchCpu => "tch",
+        DeviceSpec::TchCuda(_) => "tch_cuda",
+        DeviceSpec::Cuda(_) => "cuda",
+    }
+}
+
+fn sac_update(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sac_update");
+    g.warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(6))
+        .sample_size(30);
+    let data = batches(16);
+    let obs = Space::Box(BoxSpace::uniform(OBS, f32::NEG_INFINITY, f32::INFINITY).unwrap());
+    let act = Space::Box(BoxSpace::uniform(ACT, -1.0, 1.0).unwrap());
+    for spec in DeviceSpec::compiled_cpu() {
+        let device = spec.device().unwrap();
+        let schedules: &[UpdateSchedule] = match spec {
+            DeviceSpec::TchCpu => &[UpdateSchedule::Sequential],
+            _ => &[UpdateSchedule::Sequential, UpdateSchedule::Parallel],
+        };
+        for &schedule in schedules {
+            let config = SacConfig {
+                update_schedule: schedule,
+                ..SacConfig::default()
+            };
+            let mut sac = Sac::new(&config, &obs, &act, &device, &device).unwrap();
+            let label = format!("{schedule:?}").to_lowercase();
+            let mut step = 0u64;
+            g.bench_function(format!("{label}_{}_b256", name(spec)), |b| {
+                b.iter(|| {
+                    let batch = &data[step as usize % data.len()];
+                    let m = sac.update(batch, step).unwrap();
+                    step += 1;
+                    m
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, sac_update);
+criterion_main!(benches);

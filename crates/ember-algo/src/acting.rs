@@ -1,0 +1,53 @@
+//! The acting copy of a learner's policy: an inference copy (no autodiff) on the acting
+//! device, refreshed from the learner every N updates (problem 3: learn on a GPU, act on
+//! CPU; weights travel through host memory).
+
+use burn::module::Module;
+use burn::tensor::Device;
+use ember_backend::inference_copy;
+
+/// An inference copy of a module on the acting device.
+#[derive(Debug)]
+pub struct ActingCopy<M: Module> {
+    device: Device,
+    module: M,
+    every: u64,
+    since: u64,
+}
+
+impl<M: Module> ActingCopy<M> {
+    /// Copies `online` to `device`; [`ActingCopy::after_update`] refreshes it every `every`
+    /// updates (0 is treated as 1).
+    pub fn new(online: &M, device: &Device, every: u64) -> Self {
+        ActingCopy {
+            device: device.clone(),
+            module: inference_copy(online, device),
+            every: every.max(1),
+            since: 0,
+        }
+    }
+
+    /// The acting module.
+    pub fn module(&self) -> &M {
+        &self.module
+    }
+
+    /// The acting device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Counts one update of `online` and refreshes the copy when due.
+    pub fn after_update(&mut self, online: &M) {
+        self.since += 1;
+        if self.since >= self.every {
+            self.refresh(online);
+        }
+    }
+
+    /// Copies `online` now.
+    pub fn refresh(&mut self, online: &M) {
+        self.module = inference_copy(online, &self.device);
+        self.since = 0;
+    }
+}

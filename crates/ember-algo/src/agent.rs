@@ -1,0 +1,83 @@
+//! What acts: the [`Agent`] trait and the action buffer it fills.
+
+use ember_core::{Error, Result, Space};
+use ember_env::VecActions;
+
+/// Actions for a batch of observations, reused between calls.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ActionBuf {
+    /// One index per observation (a `Discrete` action space).
+    Discrete(Vec<usize>),
+    /// `batch × act_dim` values, row-major (a `Box` action space).
+    Continuous(Vec<f32>),
+}
+
+impl ActionBuf {
+    /// An empty buffer of the kind `space` needs.
+    pub fn for_space(space: &Space) -> Self {
+        match space {
+            Space::Discrete(_) => ActionBuf::Discrete(Vec::new()),
+            Space::Box(_) => ActionBuf::Continuous(Vec::new()),
+        }
+    }
+
+    /// The actions as a vector environment takes them.
+    pub fn as_vec_actions(&self) -> VecActions<'_> {
+        match self {
+            ActionBuf::Discrete(a) => VecActions::Discrete(a),
+            ActionBuf::Continuous(a) => VecActions::Continuous(a),
+        }
+    }
+
+    /// Row `i` as it is stored in a replay buffer (a discrete index becomes one `f32`).
+    pub fn write_row(&self, i: usize, act_dim: usize, out: &mut Vec<f32>) {
+        out.clear();
+        match self {
+            ActionBuf::Discrete(a) => out.push(a[i] as f32),
+            ActionBuf::Continuous(a) => out.extend_from_slice(&a[i * act_dim..(i + 1) * act_dim]),
+        }
+    }
+
+    /// The continuous values, or an error naming `who` if the buffer is discrete.
+    pub fn continuous_mut(&mut self, who: &str) -> Result<&mut Vec<f32>> {
+        match self {
+            ActionBuf::Continuous(v) => Ok(v),
+            ActionBuf::Discrete(_) => Err(Error::invalid(
+                format!("{who} action buffer"),
+                "Discrete",
+                "a Box (continuous) action space",
+            )),
+        }
+    }
+
+    /// The discrete indices, or an error naming `who` if the buffer is continuous.
+    pub fn discrete_mut(&mut self, who: &str) -> Result<&mut Vec<usize>> {
+        match self {
+            ActionBuf::Discrete(v) => Ok(v),
+            ActionBuf::Continuous(_) => Err(Error::invalid(
+                format!("{who} action buffer"),
+                "Box",
+                "a Discrete action space",
+            )),
+        }
+    }
+}
+
+/// Width of one stored action: 1 for a discrete space, the box dimension otherwise.
+pub fn stored_action_dim(space: &Space) -> usize {
+    match space {
+        Space::Discrete(_) => 1,
+        Space::Box(b) => b.dim(),
+    }
+}
+
+/// Something that acts: maps a batch of observations to actions.
+pub trait Agent {
+    /// Width of one observation.
+    fn obs_dim(&self) -> usize;
+
+    /// Fills `out` with one action per observation row of `obs` (`batch × obs_dim`,
+    /// row-major). `explore` selects the behaviour policy (stochastic, ε-greedy); otherwise
+    /// the agent acts deterministically (evaluation).
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()>;
+}

@@ -1,0 +1,288 @@
+//! DQN (Mnih et al. 2015) with the double-DQN target (van Hasselt et al. 2016), a hard-copied
+//! target network, an ε-greedy schedule, Huber loss and gradient-norm clipping.
+
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
+use crate::learner::{Metrics, OffPolicyLearner};
+use crate::off_policy::OffPolicyConfig;
+use crate::optimizer::OptimizerKind;
+use crate::schedule::LinearSchedule;
+use crate::tensors::{column, host_indices, index_column, matrix};
+use burn::module::Module;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor};
+use ember_core::{Batch, EmberRng, Error, Result, Space};
+use ember_loss::{checked_loss, double_dqn_target, huber, td_target};
+use ember_nn::{DiscreteQ, MlpConfig, hard_target};
+use serde::{Deserialize, Serialize};
+
+/// DQN hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DqnConfig {
+    /// Hidden widths of the Q network.
+    pub hidden: Vec<usize>,
+    /// Adam learning rate.
+    pub learning_rate: f64,
+    /// Discount γ in `[0, 1]`.
+    pub gamma: f64,
+    /// Double-DQN target (online net picks, target net values); otherwise `max Q̄`.
+    pub double_q: bool,
+    /// Copy the online net into the target every this many env steps.
+    pub target_update_interval: u64,
+    /// ε over the share of training done.
+    pub exploration: LinearSchedule,
+    /// Huber threshold.
+    pub huber_delta: f64,
+    /// Clip the gradient's global norm to this (0: no clipping).
+    pub max_grad_norm: f64,
+    /// Refresh the acting copy every this many updates.
+    pub sync_every: u64,
+    /// Seed of the initial weights and of the exploration.
+    pub seed: u64,
+}
+
+impl Default for DqnConfig {
+    fn default() -> Self {
+        DqnConfig {
+            hidden: vec![64, 64],
+            learning_rate: 1e-4,
+            gamma: 0.99,
+            double_q: true,
+            target_update_interval: 10_000,
+            exploration: LinearSchedule {
+                start: 1.0,
+                end: 0.05,
+                fraction: 0.1,
+            },
+            huber_delta: 1.0,
+            max_grad_norm: 10.0,
+            sync_every: 1,
+            seed: 0,
+        }
+    }
+}
+
+impl Validate for DqnConfig {
+    fn validate(&self) -> Result<()> {
+        check_hidden("hidden", &self.hidden)?;
+        check_open_closed("learning_rate", self.learning_rate, 0.0, 1.0)?;
+        check_range("gamma", self.gamma, 0.0, 1.0)?;
+        check_positive(
+            "target_update_interval",
+            self.target_update_interval as usize,
+        )?;
+        check_range("exploration.start", self.exploration.start, 0.0, 1.0)?;
+        check_range("exploration.end", self.exploration.end, 0.0, 1.0)?;
+        check_range("exploration.fraction", self.exploration.fraction, 0.0, 1.0)?;
+        check_open_closed("huber_delta", self.huber_delta, 0.0, 1e9)?;
+        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)?;
+        Ok(())
+    }
+}
+
+impl DqnConfig {
+    /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
+    /// Known: `CartPole-v1`, `Acrobot-v1` (zoo's `gradient_steps: -1` with one env is 4
+    /// updates per 4 steps).
+    pub fn zoo(env_id: &str) -> Result<(DqnConfig, OffPolicyConfig)> {
+        match env_id {
+            "CartPole-v1" => Ok((
+                DqnConfig {
+                    hidden: vec![256, 256],
+                    learning_rate: 2.3e-3,
+                    target_update_interval: 10,
+                    exploration: LinearSchedule {
+                        start: 1.0,
+                        end: 0.04,
+                        fraction: 0.16,
+                    },
+                    ..DqnConfig::default()
+                },
+                OffPolicyConfig {
+                    total_steps: 50_000,
+                    buffer_size: 100_000,
+                    learning_starts: 1000,
+                    batch_size: 64,
+                    train_freq: 256,
+                    gradient_steps: 128,
+                    ..OffPolicyConfig::default()
+                },
+            )),
+            "Acrobot-v1" => Ok((
+                DqnConfig {
+                    hidden: vec![256, 256],
+                    learning_rate: 6.3e-4,
+                    target_update_interval: 250,
+                    exploration: LinearSchedule {
+                        start: 1.0,
+                        end: 0.1,
+                        fraction: 0.12,
+                    },
+                    ..DqnConfig::default()
+                },
+                OffPolicyConfig {
+                    total_steps: 100_000,
+                    buffer_size: 50_000,
+                    learning_starts: 0,
+                    batch_size: 128,
+                    train_freq: 4,
+                    gradient_steps: 4,
+                    ..OffPolicyConfig::default()
+                },
+            )),
+            other => Err(Error::invalid(
+                "DQN zoo env id",
+                other,
+                "one of CartPole-v1, Acrobot-v1",
+            )),
+        }
+    }
+}
+
+/// A DQN learner and ε-greedy agent.
+pub struct Dqn {
+    config: DqnConfig,
+    obs_dim: usize,
+    actions: usize,
+    learn: Device,
+    plain: Device,
+    q: Option<DiscreteQ>,
+    target: DiscreteQ,
+    optim: ModuleOptimizer,
+    epsilon: f64,
+    last_target_update: u64,
+    rng: EmberRng,
+    acting: ActingCopy<DiscreteQ>,
+}
+
+impl std::fmt::Debug for Dqn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dqn")
+            .field("config", &self.config)
+            .field("epsilon", &self.epsilon)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dqn {
+    /// Builds the Q network for `obs_space` → `action_space` (a `Discrete`); learns on
+    /// `learn` (autodiff added), acts on `act`.
+    pub fn new(
+        config: &DqnConfig,
+        obs_space: &Space,
+        action_space: &Space,
+        learn: &Device,
+        act: &Device,
+    ) -> Result<Dqn> {
+        config.validate()?;
+        let Space::Discrete(d) = action_space else {
+            return Err(Error::invalid(
+                "DQN action space",
+                action_space,
+                "a Discrete space",
+            ));
+        };
+        let obs_dim = obs_space.flat_dim();
+        let plain = learn.clone().without_autodiff();
+        let learn = plain.clone().autodiff();
+        plain.seed(config.seed);
+        let mut sizes = vec![obs_dim];
+        sizes.extend(&config.hidden);
+        sizes.push(d.n());
+        let q = DiscreteQ::new(MlpConfig::new(sizes).init(&learn)?);
+        Ok(Dqn {
+            obs_dim,
+            actions: d.n(),
+            target: hard_target(&q),
+            acting: ActingCopy::new(&q, act, config.sync_every),
+            q: Some(q),
+            optim: OptimizerKind::Adam.build(config.max_grad_norm),
+            epsilon: config.exploration.start,
+            last_target_update: 0,
+            rng: EmberRng::seed_from(config.seed).fork(3),
+            learn,
+            plain,
+            config: config.clone(),
+        })
+    }
+
+    /// The current ε.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The online Q network.
+    pub fn q(&self) -> &DiscreteQ {
+        self.q.as_ref().expect("q present between updates")
+    }
+}
+
+impl Agent for Dqn {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let n = obs.len() / self.obs_dim.max(1);
+        Error::check_len("observations (batch × obs_dim)", n * self.obs_dim, obs.len())?;
+        let out = out.discrete_mut("DQN")?;
+        let x = matrix(obs, n, self.obs_dim, self.acting.device());
+        let q = self.acting.module().forward(x);
+        *out = host_indices(q.argmax(1).reshape([n]));
+        if explore {
+            for a in out.iter_mut() {
+                if self.rng.next_f64() < self.epsilon {
+                    *a = self.rng.below(self.actions as u64) as usize;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OffPolicyLearner for Dqn {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Metrics> {
+        Error::check_len("batch observation width", self.obs_dim, batch.obs_dim)?;
+        Error::check_len("batch action width", 1, batch.act_dim)?;
+        let (b, o) = (batch.len, self.obs_dim);
+        let q = self.q.as_ref().expect("q present");
+        let next_obs = matrix(&batch.next_obs, b, o, &self.plain);
+        let reward = column(&batch.reward, &self.plain);
+        let terminated = column(&batch.terminated, &self.plain);
+        let next_target = self.target.forward(next_obs.clone());
+        let y = if self.config.double_q {
+            let next_online = q.valid().forward(next_obs);
+            double_dqn_target(reward, terminated, next_online, next_target, self.config.gamma)
+        } else {
+            let best = next_target.max_dim(1);
+            td_target(reward, terminated, best, self.config.gamma)
+        };
+        let q_taken = q
+            .forward(matrix(&batch.obs, b, o, &self.learn))
+            .gather(1, index_column(&batch.action, &self.learn));
+        let loss = huber(q_taken, Tensor::from_inner(y), self.config.huber_delta);
+        let value = checked_loss("DQN loss", &loss, step)?;
+        let grads = GradientsParams::from_grads(loss.backward(), q);
+        let q = self.q.take().expect("q present");
+        let q = self.optim.step(self.config.learning_rate, q, grads);
+        self.acting.after_update(&q);
+        self.q = Some(q);
+        let mut m = Metrics::default();
+        m.push("loss", value);
+        m.push("epsilon", self.epsilon);
+        Ok(m)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.epsilon = self
+            .config
+            .exploration
+            .value(env_steps as f64 / total_steps.max(1) as f64);
+        if env_steps - self.last_target_update >= self.config.target_update_interval {
+            self.target = hard_target(self.q());
+            self.last_target_update = env_steps;
+        }
+    }
+}

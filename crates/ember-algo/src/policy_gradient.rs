@@ -1,0 +1,276 @@
+//! The policy-gradient learner behind A2C and REINFORCE: a categorical policy with an
+//! optional value head (separate network or shared trunk), trained on the on-policy
+//! trainer's advantages with an entropy bonus. A2C and REINFORCE are configs of it
+//! ([`crate::A2cConfig`], [`crate::ReinforceConfig`]).
+
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::learner::{AdvantageMode, Metrics, OnPolicyLearner, RolloutBatch};
+use crate::optimizer::OptimizerKind;
+use crate::tensors::{column, host, index_vector, matrix};
+use burn::module::Module;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::{Device, Tensor};
+use ember_core::{EmberRng, Error, Result, Space};
+use ember_loss::{checked_loss, entropy_loss, mse, policy_gradient_loss};
+use ember_nn::{Activation, Mlp, MlpConfig, evaluate_logits};
+
+/// Logits and (optionally) state values from one network: separate MLPs, or heads on a
+/// shared trunk.
+#[derive(Module, Debug)]
+pub struct ActorCriticNet {
+    /// Shared hidden layers (`None` when policy and value are separate networks).
+    pub trunk: Option<Mlp>,
+    /// Logit head (the whole policy network when there is no trunk).
+    pub policy: Mlp,
+    /// Value head (the whole value network when there is no trunk); `None` without critic.
+    pub value: Option<Mlp>,
+    /// Nonlinearity applied after the trunk.
+    #[module(skip)]
+    pub activation: Activation,
+}
+
+impl ActorCriticNet {
+    fn features(&self, obs: Tensor<2>) -> Tensor<2> {
+        match &self.trunk {
+            Some(t) => self.activation.apply(t.forward(obs)),
+            None => obs,
+        }
+    }
+
+    /// Logits `[batch, actions]` and values `[batch, 1]`.
+    pub fn forward(&self, obs: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>) {
+        let features = self.features(obs);
+        let values = self.value.as_ref().map(|v| v.forward(features.clone()));
+        (self.policy.forward(features), values)
+    }
+
+    /// Values `[batch, 1]` alone (`None` without a value head).
+    pub fn values(&self, obs: Tensor<2>) -> Option<Tensor<2>> {
+        let value = self.value.as_ref()?;
+        Some(value.forward(self.features(obs)))
+    }
+}
+
+/// Everything that distinguishes A2C from REINFORCE, as the learner needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PgSettings {
+    pub name: &'static str,
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    pub shared_trunk: bool,
+    pub value: bool,
+    pub learning_rate: f64,
+    pub optimizer: OptimizerKind,
+    pub max_grad_norm: f64,
+    pub ent_coef: f64,
+    pub vf_coef: f64,
+    pub normalize_advantage: bool,
+    pub mode: AdvantageMode,
+    pub sync_every: u64,
+    pub seed: u64,
+}
+
+/// An on-policy actor-critic / REINFORCE learner for discrete action spaces.
+pub struct PolicyGradient {
+    settings: PgSettings,
+    obs_dim: usize,
+    learn: Device,
+    plain: Device,
+    net: Option<ActorCriticNet>,
+    optim: ModuleOptimizer,
+    rng: EmberRng,
+    acting: ActingCopy<ActorCriticNet>,
+}
+
+impl std::fmt::Debug for PolicyGradient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyGradient")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyGradient {
+    pub(crate) fn new(
+        settings: PgSettings,
+        obs_space: &Space,
+        action_space: &Space,
+        learn: &Device,
+        act: &Device,
+    ) -> Result<PolicyGradient> {
+        let Space::Discrete(d) = action_space else {
+            return Err(Error::invalid(
+                format!("{} action space", settings.name),
+                action_space,
+                "a Discrete space (continuous policies are not implemented for this learner)",
+            ));
+        };
+        let obs_dim = obs_space.flat_dim();
+        let plain = learn.clone().without_autodiff();
+        let learn = plain.clone().autodiff();
+        plain.seed(settings.seed);
+        let mlp = |sizes: Vec<usize>| {
+            MlpConfig::new(sizes)
+                .with_activation(settings.activation)
+                .init(&learn)
+        };
+        let h = &settings.hidden;
+        let last = *h.last().expect("validated: at least one hidden layer");
+        let net = if settings.shared_trunk {
+            ActorCriticNet {
+                trunk: Some(mlp([&[obs_dim][..], h].concat())?),
+                policy: mlp(vec![last, d.n()])?,
+                value: if settings.value {
+                    Some(mlp(vec![last, 1])?)
+                } else {
+                    None
+                },
+                activation: settings.activation,
+            }
+        } else {
+            ActorCriticNet {
+                trunk: None,
+                policy: mlp([&[obs_dim][..], h, &[d.n()]].concat())?,
+                value: if settings.value {
+                    Some(mlp([&[obs_dim][..], h, &[1]].concat())?)
+                } else {
+                    None
+                },
+                activation: settings.activation,
+            }
+        };
+        Ok(PolicyGradient {
+            obs_dim,
+            acting: ActingCopy::new(&net, act, settings.sync_every),
+            net: Some(net),
+            optim: settings.optimizer.build(settings.max_grad_norm),
+            rng: EmberRng::seed_from(settings.seed).fork(4),
+            learn,
+            plain,
+            settings,
+        })
+    }
+
+    /// The network being trained.
+    pub fn net(&self) -> &ActorCriticNet {
+        self.net.as_ref().expect("net present between updates")
+    }
+}
+
+/// Samples one index per row of `logits` (`rows × k`) from `softmax(row)`.
+fn sample_rows(logits: &[f32], k: usize, rng: &mut EmberRng, out: &mut Vec<usize>) {
+    out.clear();
+    for row in logits.chunks_exact(k) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let total: f64 = row.iter().map(|&l| ((l - max) as f64).exp()).sum();
+        let mut u = rng.next_f64() * total;
+        let mut pick = k - 1;
+        for (j, &l) in row.iter().enumerate() {
+            u -= ((l - max) as f64).exp();
+            if u < 0.0 {
+                pick = j;
+                break;
+            }
+        }
+        out.push(pick);
+    }
+}
+
+fn argmax_rows(logits: &[f32], k: usize, out: &mut Vec<usize>) {
+    out.clear();
+    out.extend(logits.chunks_exact(k).map(|row| {
+        row.iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |best, (j, &l)| {
+                if l > best.1 { (j, l) } else { best }
+            })
+            .0
+    }));
+}
+
+impl Agent for PolicyGradient {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let n = obs.len() / self.obs_dim.max(1);
+        Error::check_len("observations (batch × obs_dim)", n * self.obs_dim, obs.len())?;
+        let out = out.discrete_mut(self.settings.name)?;
+        let x = matrix(obs, n, self.obs_dim, self.acting.device());
+        let (logits, _) = self.acting.module().forward(x);
+        let logits = host(logits);
+        let k = logits.len() / n.max(1);
+        if explore {
+            sample_rows(&logits, k, &mut self.rng, out);
+        } else {
+            argmax_rows(&logits, k, out);
+        }
+        Ok(())
+    }
+}
+
+impl OnPolicyLearner for PolicyGradient {
+    fn advantage_mode(&self) -> AdvantageMode {
+        self.settings.mode
+    }
+
+    fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
+        let n = obs.len() / self.obs_dim.max(1);
+        let x = matrix(obs, n, self.obs_dim, &self.plain);
+        Ok(self.net().valid().values(x).map(host))
+    }
+
+    fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        let s = &self.settings;
+        let n = batch.len;
+        let mut adv = batch.advantages.clone();
+        if s.normalize_advantage && n > 1 {
+            let mean = adv.iter().sum::<f32>() / n as f32;
+            let var = adv.iter().map(|a| (a - mean) * (a - mean)).sum::<f32>() / (n - 1) as f32;
+            let scale = 1.0 / (var.sqrt() + 1e-8);
+            adv.iter_mut().for_each(|a| *a = (*a - mean) * scale);
+        }
+        let net = self.net.as_ref().expect("net present");
+        let (logits, values) = net.forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
+        let (log_prob, entropy) = evaluate_logits(logits, index_vector(&batch.actions, &self.learn));
+        let entropy_value = entropy.clone().mean().into_scalar::<f64>();
+        let policy_loss = policy_gradient_loss(log_prob, column(&adv, &self.learn));
+        let mut m = Metrics::default();
+        m.push("policy_loss", checked_loss("policy loss", &policy_loss, step)?);
+        let mut total = policy_loss + entropy_loss(entropy).mul_scalar(s.ent_coef);
+        if let Some(v) = values {
+            let value_loss = mse(v, column(&batch.returns, &self.learn));
+            m.push("value_loss", checked_loss("value loss", &value_loss, step)?);
+            total = total + value_loss.mul_scalar(s.vf_coef);
+        }
+        checked_loss(&format!("{} loss", s.name), &total, step)?;
+        m.push("entropy", entropy_value);
+        let grads = GradientsParams::from_grads(total.backward(), net);
+        let net = self.net.take().expect("net present");
+        let net = self.optim.step(s.learning_rate, net, grads);
+        self.acting.after_update(&net);
+        self.net = Some(net);
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_sampling_follows_the_softmax() {
+        // logits ln(1), ln(3): probabilities 1/4, 3/4.
+        let logits: Vec<f32> = (0..20_000).flat_map(|_| [0.0, 3f32.ln()]).collect();
+        let mut rng = EmberRng::seed_from(7);
+        let mut out = Vec::new();
+        sample_rows(&logits, 2, &mut rng, &mut out);
+        let ones = out.iter().filter(|&&a| a == 1).count() as f64 / out.len() as f64;
+        // Standard error sqrt(.75 * .25 / 20000) ≈ 0.003: 5 sigma.
+        assert!((ones - 0.75).abs() < 0.015, "{ones}");
+        argmax_rows(&[0.0, 2.0, 1.0, 5.0, 0.0, 0.0], 3, &mut out);
+        assert_eq!(out, vec![1, 0]);
+    }
+}

@@ -1,0 +1,76 @@
+//! What a training run reports.
+
+use crate::learner::Metrics;
+
+/// One evaluation during training.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalPoint {
+    /// Env steps collected when the evaluation ran.
+    pub env_steps: u64,
+    /// Mean return of the deterministic evaluation episodes.
+    pub mean_return: f64,
+}
+
+/// The outcome of a training run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainReport {
+    /// Env steps collected (all sub-environments).
+    pub env_steps: u64,
+    /// Gradient updates made.
+    pub updates: u64,
+    /// Training episodes completed.
+    pub episodes: u64,
+    /// Mean return of the last (up to) 20 training episodes.
+    pub recent_train_return: f64,
+    /// Evaluations, in order (the last one runs at the end of training).
+    pub evals: Vec<EvalPoint>,
+    /// Metrics of the last update.
+    pub last_metrics: Metrics,
+    /// Wall-clock seconds.
+    pub wall_secs: f64,
+}
+
+impl TrainReport {
+    /// The mean return of the last evaluation, if any ran.
+    pub fn final_eval(&self) -> Option<f64> {
+        self.evals.last().map(|e| e.mean_return)
+    }
+}
+
+/// Per-sub-environment episode bookkeeping shared by the trainers.
+#[derive(Clone, Debug)]
+pub(crate) struct EpisodeTracker {
+    running: Vec<f64>,
+    recent: std::collections::VecDeque<f64>,
+    pub(crate) episodes: u64,
+}
+
+impl EpisodeTracker {
+    pub(crate) fn new(num_envs: usize) -> Self {
+        EpisodeTracker {
+            running: vec![0.0; num_envs],
+            recent: Default::default(),
+            episodes: 0,
+        }
+    }
+
+    /// Adds a real (non-reset) step's reward; closes the episode when it ended.
+    pub(crate) fn record(&mut self, env: usize, reward: f64, done: bool) {
+        self.running[env] += reward;
+        if done {
+            self.recent.push_back(self.running[env]);
+            if self.recent.len() > 20 {
+                self.recent.pop_front();
+            }
+            self.running[env] = 0.0;
+            self.episodes += 1;
+        }
+    }
+
+    pub(crate) fn recent_mean(&self) -> f64 {
+        if self.recent.is_empty() {
+            return f64::NAN;
+        }
+        self.recent.iter().sum::<f64>() / self.recent.len() as f64
+    }
+}

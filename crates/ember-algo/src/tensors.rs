@@ -1,0 +1,42 @@
+//! Host ↔ device conversions used by every learner.
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+/// A `[rows, cols]` tensor from row-major host values.
+pub fn matrix(values: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(values.to_vec(), [rows, cols]), device)
+}
+
+/// A `[n, 1]` column from host values.
+pub fn column(values: &[f32], device: &Device) -> Tensor<2> {
+    matrix(values, values.len(), 1, device)
+}
+
+/// A `[n, 1]` integer column from discrete actions stored as `f32`.
+pub fn index_column(values: &[f32], device: &Device) -> Tensor<2, Int> {
+    let v: Vec<i64> = values.iter().map(|&x| x as i64).collect();
+    Tensor::from_data(TensorData::new(v, [values.len(), 1]), device)
+}
+
+/// A `[n]` integer vector from discrete actions stored as `f32`.
+pub fn index_vector(values: &[f32], device: &Device) -> Tensor<1, Int> {
+    let v: Vec<i64> = values.iter().map(|&x| x as i64).collect();
+    Tensor::from_data(TensorData::new(v, [values.len()]), device)
+}
+
+/// The values of a float tensor, row-major, on the host.
+pub fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data()
+        .try_into_vec_as::<f32>()
+        .expect("float tensors convert to f32")
+}
+
+/// The values of an integer tensor on the host, as indices.
+pub fn host_indices<const D: usize>(t: Tensor<D, Int>) -> Vec<usize> {
+    t.into_data()
+        .try_into_vec_as::<i64>()
+        .expect("int tensors convert to i64")
+        .into_iter()
+        .map(|x| x as usize)
+        .collect()
+}

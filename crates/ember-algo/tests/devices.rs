@@ -1,0 +1,42 @@
+//! Acting and learning on different backends: the acting copy follows the learner.
+
+use ember_algo::{ActionBuf, Agent, Dqn, DqnConfig, OffPolicyConfig, train_off_policy};
+use ember_backend::DeviceSpec;
+use ember_env::{SyncVecEnv, VecEnv};
+
+#[test]
+fn learn_on_ndarray_act_on_flex() {
+    let learn = DeviceSpec::NdArray.device().unwrap();
+    let act = DeviceSpec::Flex.device().unwrap();
+    let mut env = SyncVecEnv::from_id("CartPole-v1", 2).unwrap();
+    let config = DqnConfig {
+        hidden: vec![32],
+        learning_rate: 1e-3,
+        ..DqnConfig::default()
+    };
+    let mut dqn = Dqn::new(
+        &config,
+        env.single_observation_space(),
+        env.single_action_space(),
+        &learn,
+        &act,
+    )
+    .unwrap();
+    let trainer = OffPolicyConfig {
+        total_steps: 600,
+        learning_starts: 100,
+        batch_size: 32,
+        eval_episodes: 1,
+        ..OffPolicyConfig::default()
+    };
+    let report = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
+    assert!(report.updates > 100);
+    // Greedy actions from the acting copy (flex) equal those of the learner's network
+    // (ndarray) on the same observations.
+    let obs: Vec<f32> = (0..64 * 4).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
+    let mut acted = ActionBuf::Discrete(Vec::new());
+    dqn.act(&obs, false, &mut acted).unwrap();
+    let q = dqn.q().forward(ember_algo::tensors::matrix(&obs, 64, 4, &learn.clone().autodiff()));
+    let greedy = ember_algo::tensors::host_indices(q.argmax(1).reshape([64]));
+    assert_eq!(acted, ActionBuf::Discrete(greedy));
+}

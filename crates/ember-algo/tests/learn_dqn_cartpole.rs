@@ -1,0 +1,35 @@
+//! DQN learns CartPole-v1: mean evaluation return ≥ 475 (10 deterministic episodes) at an
+//! evaluation within 50k env steps, with rl-baselines3-zoo's hyper-parameters, on flex.
+
+mod common;
+
+use ember_algo::{Dqn, DqnConfig, OffPolicyConfig, train_off_policy};
+use ember_env::{SyncVecEnv, VecEnv};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[test]
+fn dqn_cartpole_reaches_475_within_50k_steps() {
+    let device = ember_backend::DeviceSpec::Flex.device().unwrap();
+    let (config, trainer) = DqnConfig::zoo("CartPole-v1").unwrap();
+    let config = DqnConfig { seed: 1, ..config };
+    let trainer = OffPolicyConfig {
+        eval_every: 5_000,
+        seed: 1,
+        ..trainer
+    };
+    let mut env = SyncVecEnv::from_id("CartPole-v1", 1).unwrap();
+    let mut dqn = Dqn::new(
+        &config,
+        env.single_observation_space(),
+        env.single_action_space(),
+        &device,
+        &device,
+    )
+    .unwrap();
+    let report = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
+    assert_eq!(report.env_steps, 50_000);
+    let best = common::best_eval("DQN CartPole-v1", &report);
+    assert!(best >= 475.0, "best evaluation {best} < 475");
+}
