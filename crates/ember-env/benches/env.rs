@@ -1,12 +1,20 @@
 //! Environment stepping throughput (group `env_steps`), in env steps per second.
 //!
-//! Run with `cargo bench -p ember-env --bench env`. Random actions come from a precomputed
-//! table so the figure is the environments' cost, as in `benches/reference/gym_cartpole.py`
-//! (Gymnasium's `SyncVectorEnv` on the same task), which gives the baseline.
+//! Run with `cargo bench -p ember-env --features tensor --bench env -- env_steps` (without
+//! `--features tensor` the tensor benches are left out). Random actions come from a
+//! precomputed table so the figure is the environments' cost, as in
+//! `benches/reference/gym_cartpole.py` (Gymnasium's `SyncVectorEnv` on the same task), which
+//! gives the baseline.
 //!
 //! - `cartpole_scalar`: one `CartPole-v1` (with its `TimeLimit`), reset when done.
 //! - `cartpole_sync_64`: `SyncVecEnv` of 64, next-step autoreset.
 //! - `cartpole_vec_threads_2x64`: `ThreadedVecEnv`, 2 workers × 64 envs.
+//! - `cartpole_tensor_4096_flex`, `pendulum_tensor_4096_flex`: one step of 4096 copies of
+//!   `TensorCartPole` / `TensorPendulum` on flex (device from `ember-backend`), next-step
+//!   autoreset on the device. The actions are a table of tensors made on the device
+//!   before timing (as a learner's policy would hand them over), cycled through; nothing
+//!   is read back to the host in the timed loop except the environments' own action
+//!   checks (one boolean per step).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ember_core::{Action, EmberRng, Env};
@@ -77,7 +85,56 @@ fn env_steps(c: &mut Criterion) {
             })
         });
     }
+    #[cfg(feature = "tensor")]
+    tensor_benches(&mut g);
     g.finish();
+}
+
+/// The tensor environments' benches (feature `tensor`).
+#[cfg(feature = "tensor")]
+fn tensor_benches(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    use burn::tensor::{Int, Tensor, TensorData};
+    use ember_env::{TensorCartPole, TensorPendulum};
+
+    const B: usize = 4096;
+    const ROWS: usize = 64;
+    let device = ember_backend::DeviceSpec::Flex
+        .device()
+        .expect("ember-backend's default features compile flex");
+    let mut rng = EmberRng::seed_from(11);
+    g.throughput(Throughput::Elements(B as u64));
+
+    let table: Vec<Tensor<1, Int>> = (0..ROWS)
+        .map(|_| {
+            let row: Vec<i64> = (0..B).map(|_| rng.below(2) as i64).collect();
+            Tensor::from_data(TensorData::new(row, [B]), &device)
+        })
+        .collect();
+    let mut envs = TensorCartPole::new(B, 0, &device).unwrap();
+    let mut t = 0;
+    g.bench_function("cartpole_tensor_4096_flex", |b| {
+        b.iter(|| {
+            t = (t + 1) % ROWS;
+            black_box(envs.step(table[t].clone()).unwrap());
+        })
+    });
+
+    let table: Vec<Tensor<2>> = (0..ROWS)
+        .map(|_| {
+            let row: Vec<f32> = (0..B)
+                .map(|_| (4.0 * rng.next_f64() - 2.0) as f32)
+                .collect();
+            Tensor::from_data(TensorData::new(row, [B, 1]), &device)
+        })
+        .collect();
+    let mut envs = TensorPendulum::new(B, 0, &device).unwrap();
+    let mut t = 0;
+    g.bench_function("pendulum_tensor_4096_flex", |b| {
+        b.iter(|| {
+            t = (t + 1) % ROWS;
+            black_box(envs.step(table[t].clone()).unwrap());
+        })
+    });
 }
 
 criterion_group!(benches, env_steps);

@@ -15,8 +15,10 @@
 //! - **Vector environments** with Gymnasium's next-step autoreset: [`SyncVecEnv`] and the
 //!   threaded batcher [`ThreadedVecEnv`] (`W` workers × `N` environments, one contiguous
 //!   observation buffer, no allocation per step), both behind [`VecEnv`].
-//! - **Tensor-native batched CartPole** (`TensorCartPole`, cargo feature `tensor`) stepping
-//!   on any burn `Device`.
+//! - **Tensor-native batched environments** (`TensorCartPole`, `TensorPendulum`, cargo
+//!   feature `tensor`) stepping `B` copies at once as tensor operations on any burn
+//!   `Device` the caller passes in (this crate names no backend; `ember-backend` makes
+//!   devices), autoreset included.
 //!
 //! An action outside the action space is an [`Error`](ember_core::Error) naming the action
 //! and the space; continuous actions are clipped only where Gymnasium clips them.
@@ -57,7 +59,7 @@ pub use classic::{
 };
 pub use registry::{ids, make};
 #[cfg(feature = "tensor")]
-pub use tensor::{TensorCartPole, TensorStep};
+pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};
 pub use vector::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv, VecStep};
 pub use wrappers::{
     ClipAction, EpisodeStatistics, NormalizeObservation, RecordEpisodeStatistics, RunningMeanStd,

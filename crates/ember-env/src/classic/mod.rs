@@ -7,7 +7,7 @@ pub(crate) mod cartpole;
 mod classic_env;
 mod mountain_car;
 mod mountain_car_continuous;
-mod pendulum;
+pub(crate) mod pendulum;
 mod rk4;
 mod seeding;
 

@@ -10,9 +10,12 @@ use std::f64::consts::PI;
 pub const MAX_SPEED: f64 = 8.0;
 /// The largest torque; larger actions are clipped.
 pub const MAX_TORQUE: f32 = 2.0;
-const DT: f64 = 0.05;
-const M: f64 = 1.0;
-const L: f64 = 1.0;
+/// The time step, in seconds.
+pub(crate) const DT: f64 = 0.05;
+/// The pendulum's mass.
+pub(crate) const M: f64 = 1.0;
+/// The pendulum's length.
+pub(crate) const L: f64 = 1.0;
 /// Gymnasium's default gravity.
 pub const DEFAULT_GRAVITY: f64 = 10.0;
 

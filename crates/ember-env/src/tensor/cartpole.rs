@@ -1,25 +1,14 @@
-//! [`TensorCartPole`]: many `CartPole-v1`s stepped as one `[B, 4]` tensor on any burn
-//! device.
+//! [`TensorCartPole`]: many `CartPole-v1`s stepped as `[B]` tensors on any burn device.
 
+use super::episode_clock::EpisodeClock;
+use super::tensor_step::TensorStep;
+use super::uniform_column::uniform_column;
 use crate::classic::cartpole::{
     FORCE_MAG, GRAVITY, LENGTH, MASSPOLE, POLEMASS_LENGTH, TAU, THETA_THRESHOLD_RADIANS,
     TOTAL_MASS, X_THRESHOLD,
 };
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use ember_core::{EmberRng, Error, Result};
-
-/// One batched step's results, on the environment's device.
-#[derive(Clone, Debug)]
-pub struct TensorStep {
-    /// Observations `[B, 4]`.
-    pub obs: Tensor<2>,
-    /// Rewards `[B]`.
-    pub rewards: Tensor<1>,
-    /// Terminal states reached `[B]`.
-    pub terminated: Tensor<1, Bool>,
-    /// Episodes cut short by the time limit `[B]`.
-    pub truncated: Tensor<1, Bool>,
-}
 
 /// `B` copies of `CartPole-v1` (with its 500-step time limit) as tensors on a burn
 /// [`Device`], with Gymnasium's next-step autoreset: the step after an episode ends
@@ -28,15 +17,20 @@ pub struct TensorStep {
 /// Same constants and order of operations as [`crate::CartPole`], but in `f32` (Gymnasium
 /// keeps CartPole's state in `f64`): one step from the same state agrees with the scalar
 /// environment to about 1e-6, and trajectories drift apart slowly after that. Reset states
-/// are drawn on the host from an [`EmberRng`] (uniform in `(-0.05, 0.05)`) and uploaded,
+/// are drawn on the host from an [`EmberRng`] (uniform in `[-0.05, 0.05)`) and uploaded,
 /// so a seed gives the same run on every backend. Each step checks that every action is 0
 /// or 1, which reads one boolean back from the device.
 ///
+/// The four state variables are kept as separate `[B]` tensors, so every operation of a
+/// step runs on contiguous memory; the observations `[B, 4]` are one concatenation of them
+/// seen transposed (a strided view: matrix products read it as it is, and reading it to
+/// the host gives the usual row-major order).
+///
 /// ```
-/// use burn::tensor::{Device, Int, Tensor, TensorData};
+/// use burn::tensor::{Int, Tensor, TensorData};
 /// use ember_env::TensorCartPole;
 ///
-/// let device = Device::flex();
+/// let device = ember_backend::DeviceSpec::Flex.device()?;
 /// let mut envs = TensorCartPole::new(8, 0, &device)?;
 /// let obs = envs.reset();
 /// assert_eq!(obs.dims(), [8, 4]);
@@ -49,10 +43,9 @@ pub struct TensorStep {
 pub struct TensorCartPole {
     device: Device,
     num_envs: usize,
-    max_episode_steps: u32,
-    state: Tensor<2>,
-    elapsed: Tensor<2>,
-    autoreset: Tensor<2, Bool>,
+    /// `x, x_dot, theta, theta_dot`, each `[B]`.
+    state: [Tensor<1>; 4],
+    clock: EpisodeClock,
     rng: EmberRng,
 }
 
@@ -65,10 +58,8 @@ impl TensorCartPole {
         let mut envs = TensorCartPole {
             device: device.clone(),
             num_envs,
-            max_episode_steps: 500,
-            state: Tensor::zeros([num_envs, 4], device),
-            elapsed: Tensor::zeros([num_envs, 1], device),
-            autoreset: Tensor::<2>::zeros([num_envs, 1], device).greater_elem(0.0),
+            state: std::array::from_fn(|_| Tensor::zeros([num_envs], device)),
+            clock: EpisodeClock::new(num_envs, 500, device),
             rng: EmberRng::seed_from(seed),
         };
         envs.reset();
@@ -80,7 +71,7 @@ impl TensorCartPole {
         if steps == 0 {
             return Err(Error::invalid("max_episode_steps", 0, ">= 1"));
         }
-        self.max_episode_steps = steps;
+        self.clock.set_max_episode_steps(steps);
         Ok(self)
     }
 
@@ -89,34 +80,51 @@ impl TensorCartPole {
         self.num_envs
     }
 
-    /// Fresh reset states `[B, 4]`, uniform in `(-0.05, 0.05)`, drawn on the host.
-    fn fresh_states(&mut self) -> Tensor<2> {
-        let v: Vec<f32> = (0..self.num_envs * 4)
-            .map(|_| (-0.05 + 0.1 * self.rng.next_f64()) as f32)
-            .collect();
-        Tensor::from_data(TensorData::new(v, [self.num_envs, 4]), &self.device)
+    /// The time limit (500 unless changed by [`TensorCartPole::with_max_episode_steps`]).
+    pub fn max_episode_steps(&self) -> u32 {
+        self.clock.max_episode_steps()
+    }
+
+    /// The device the states live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Fresh reset states, each variable `[B]` uniform in `[-0.05, 0.05)`, drawn on the
+    /// host (variable by variable).
+    fn fresh_states(&mut self) -> [Tensor<1>; 4] {
+        let (rng, b, device) = (&mut self.rng, self.num_envs, &self.device);
+        std::array::from_fn(|_| uniform_column(rng, b, -0.05, 0.05, device))
+    }
+
+    /// Observations `[B, 4]` of the current states.
+    fn observe(&self) -> Tensor<2> {
+        Tensor::cat(self.state.to_vec(), 0)
+            .reshape([4, self.num_envs])
+            .swap_dims(0, 1)
     }
 
     /// Resets every copy and returns the observations `[B, 4]`.
     pub fn reset(&mut self) -> Tensor<2> {
         self.state = self.fresh_states();
-        self.elapsed = Tensor::zeros([self.num_envs, 1], &self.device);
-        self.autoreset = Tensor::<2>::zeros([self.num_envs, 1], &self.device).greater_elem(0.0);
-        self.state.clone()
+        self.clock.restart();
+        self.observe()
     }
 
     /// The states `[B, 4]` (`x, x_dot, theta, theta_dot`) read back to the host, row-major.
     pub fn state_host(&self) -> Vec<f32> {
-        self.state
+        self.observe()
             .to_data_as::<f32>()
             .try_to_vec::<f32>()
             .expect("converted to f32")
     }
 
-    /// Overwrites the states from `B × 4` host values (all finite), as if every copy had
-    /// just been reset into them.
-    pub fn set_state(&mut self, values: &[f32]) -> Result<()> {
-        Error::check_len("TensorCartPole state", self.num_envs * 4, values.len())?;
+    /// Overwrites the states from `B × 4` host values (`x, x_dot, theta, theta_dot` per
+    /// copy, all finite), as if every copy had just been reset into them. Returns the
+    /// observations `[B, 4]`.
+    pub fn set_state(&mut self, values: &[f32]) -> Result<Tensor<2>> {
+        let b = self.num_envs;
+        Error::check_len("TensorCartPole state", b * 4, values.len())?;
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::invalid(
                 format!("TensorCartPole state[{i}]"),
@@ -125,11 +133,11 @@ impl TensorCartPole {
             ));
         }
         self.reset();
-        self.state = Tensor::from_data(
-            TensorData::new(values.to_vec(), [self.num_envs, 4]),
-            &self.device,
-        );
-        Ok(())
+        self.state = std::array::from_fn(|k| {
+            let column: Vec<f32> = values.iter().skip(k).step_by(4).copied().collect();
+            Tensor::from_data(TensorData::new(column, [b]), &self.device)
+        });
+        Ok(self.observe())
     }
 
     /// Steps every copy with `actions` `[B]` (0 pushes left, 1 right); copies whose episode
@@ -138,10 +146,7 @@ impl TensorCartPole {
     pub fn step(&mut self, actions: Tensor<1, Int>) -> Result<TensorStep> {
         let b = self.num_envs;
         Error::check_len("TensorCartPole actions", b, actions.dims()[0])?;
-        let bad = actions
-            .clone()
-            .lower_elem(0)
-            .bool_or(actions.clone().greater_elem(1));
+        let bad = actions.clone().clamp(0, 1).not_equal(actions.clone());
         if bad.any().into_scalar::<bool>() {
             let host = actions
                 .to_data_as::<i64>()
@@ -157,11 +162,9 @@ impl TensorCartPole {
                 space: "Discrete(2)".into(),
             });
         }
-        let col = |k: usize| self.state.clone().narrow(1, k, 1);
-        let (x, x_dot, theta, theta_dot) = (col(0), col(1), col(2), col(3));
+        let [x, x_dot, theta, theta_dot] = self.state.clone();
         let force = actions
             .float()
-            .reshape([b, 1])
             .mul_scalar(2.0 * FORCE_MAG)
             .sub_scalar(FORCE_MAG);
         let costheta = theta.clone().cos();
@@ -181,37 +184,28 @@ impl TensorCartPole {
         let nx_dot = x_dot + xacc.mul_scalar(TAU);
         let ntheta = theta + theta_dot.clone().mul_scalar(TAU);
         let ntheta_dot = theta_dot + thetaacc.mul_scalar(TAU);
+        // Gymnasium's `x < -x_threshold or x > x_threshold or ...`, with exact `abs`.
         let terminated = nx
             .clone()
-            .lower_elem(-X_THRESHOLD)
-            .bool_or(nx.clone().greater_elem(X_THRESHOLD))
-            .bool_or(ntheta.clone().lower_elem(-THETA_THRESHOLD_RADIANS))
-            .bool_or(ntheta.clone().greater_elem(THETA_THRESHOLD_RADIANS));
-        let stepped = Tensor::cat(vec![nx, nx_dot, ntheta, ntheta_dot], 1);
+            .abs()
+            .greater_elem(X_THRESHOLD)
+            .bool_or(ntheta.clone().abs().greater_elem(THETA_THRESHOLD_RADIANS));
 
         // Next-step autoreset: copies that ended last step start afresh.
-        let resetting = self.autoreset.clone();
-        let fresh = self.fresh_states();
-        self.state = stepped.mask_where(resetting.clone().expand([b, 4]), fresh);
-        let elapsed = self
-            .elapsed
-            .clone()
-            .add_scalar(1.0)
-            .mask_fill(resetting.clone(), 0.0);
-        let truncated = elapsed
-            .clone()
-            .greater_equal_elem(self.max_episode_steps as f32);
-        let keep = resetting.clone().bool_not();
-        let terminated = terminated.bool_and(keep.clone());
-        let truncated = truncated.bool_and(keep);
-        self.elapsed = elapsed;
-        self.autoreset = terminated.clone().bool_or(truncated.clone());
-        let rewards = Tensor::<2>::ones([b, 1], &self.device).mask_fill(resetting, 0.0);
+        let resetting = self.clock.resetting();
+        let [f0, f1, f2, f3] = self.fresh_states();
+        self.state = [
+            nx.mask_where(resetting.clone(), f0),
+            nx_dot.mask_where(resetting.clone(), f1),
+            ntheta.mask_where(resetting.clone(), f2),
+            ntheta_dot.mask_where(resetting.clone(), f3),
+        ];
+        let (terminated, truncated) = self.clock.advance(resetting.clone(), Some(terminated));
         Ok(TensorStep {
-            obs: self.state.clone(),
-            rewards: rewards.reshape([b]),
-            terminated: terminated.reshape([b]),
-            truncated: truncated.reshape([b]),
+            obs: self.observe(),
+            rewards: resetting.bool_not().float(),
+            terminated,
+            truncated,
         })
     }
 }
@@ -220,10 +214,13 @@ impl TensorCartPole {
 mod tests {
     use super::*;
     use crate::{CartPole, ClassicEnv};
+    use burn::tensor::Bool;
     use ember_core::{Action, Env};
 
     fn device() -> Device {
-        Device::flex()
+        ember_backend::DeviceSpec::Flex
+            .device()
+            .expect("flex is compiled for tests")
     }
 
     fn ints(v: &[i64]) -> Tensor<1, Int> {
