@@ -104,7 +104,8 @@ impl OffPolicyLearner for Td3 {
         let smoothing = noise::standard_normal(b, a, &mut self.rng, &self.plain)
             .mul_scalar(TARGET_STD * m)
             .clamp(-TARGET_CLIP * m, TARGET_CLIP * m);
-        let next_action = (self.policy(&self.actor_target, next_obs.clone()) + smoothing).clamp(-m, m);
+        let next_action =
+            (self.policy(&self.actor_target, next_obs.clone()) + smoothing).clamp(-m, m);
         let next_q = self.critic_target.min_q(next_obs, next_action);
         let reward = column(&batch.reward, &self.plain);
         let done = column(&batch.terminated, &self.plain);
@@ -126,9 +127,15 @@ impl OffPolicyLearner for Td3 {
         // Delayed actor step through the first critic, then the targets.
         if step % POLICY_DELAY == 0 {
             let actor = self.actor.take().expect("actor");
-            let q = critic.clone().no_grad().forward(obs.clone(), self.policy(&actor, obs));
+            let q = critic
+                .clone()
+                .no_grad()
+                .forward(obs.clone(), self.policy(&actor, obs));
             let actor_loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
-            metrics.push("actor_loss", checked_loss("TD3 actor loss", &actor_loss, step)?);
+            metrics.push(
+                "actor_loss",
+                checked_loss("TD3 actor loss", &actor_loss, step)?,
+            );
             let grads = GradientsParams::from_grads(actor_loss.backward(), &actor);
             let actor = self.actor_opt.step(LR, actor, grads);
             let target = std::mem::replace(&mut self.actor_target, actor.valid());
@@ -161,7 +168,10 @@ fn main() -> Result<()> {
     };
     let report = train_off_policy(&mut td3, &mut env, "Pendulum-v1", &trainer)?;
     for e in &report.evals {
-        println!("{:>6} steps: mean eval return {:8.1}", e.env_steps, e.mean_return);
+        println!(
+            "{:>6} steps: mean eval return {:8.1}",
+            e.env_steps, e.mean_return
+        );
     }
     println!(
         "TD3 Pendulum-v1: {} env steps, {} updates in {:.1} s; final eval {:.1}",

@@ -24,12 +24,36 @@ struct Task {
 }
 
 const TASKS: &[Task] = &[
-    Task { algo: "SAC", env: "Pendulum-v1", zoo: Some("−157 @20k") },
-    Task { algo: "SAC", env: "MountainCarContinuous-v0", zoo: Some("94.7 @50k (gSDE)") },
-    Task { algo: "DQN", env: "CartPole-v1", zoo: Some("500 @50k") },
-    Task { algo: "DQN", env: "Acrobot-v1", zoo: Some("−76.6 @100k") },
-    Task { algo: "A2C", env: "CartPole-v1", zoo: Some("500 @500k") },
-    Task { algo: "REINFORCE", env: "CartPole-v1", zoo: None },
+    Task {
+        algo: "SAC",
+        env: "Pendulum-v1",
+        zoo: Some("−157 @20k"),
+    },
+    Task {
+        algo: "SAC",
+        env: "MountainCarContinuous-v0",
+        zoo: Some("94.7 @50k (gSDE)"),
+    },
+    Task {
+        algo: "DQN",
+        env: "CartPole-v1",
+        zoo: Some("500 @50k"),
+    },
+    Task {
+        algo: "DQN",
+        env: "Acrobot-v1",
+        zoo: Some("−76.6 @100k"),
+    },
+    Task {
+        algo: "A2C",
+        env: "CartPole-v1",
+        zoo: Some("500 @500k"),
+    },
+    Task {
+        algo: "REINFORCE",
+        env: "CartPole-v1",
+        zoo: None,
+    },
 ];
 
 fn run(task: &Task, spec: DeviceSpec) -> Result<TrainReport> {
@@ -38,25 +62,43 @@ fn run(task: &Task, spec: DeviceSpec) -> Result<TrainReport> {
     match task.algo {
         "SAC" => {
             let (config, trainer) = SacConfig::zoo(task.env)?;
-            let trainer = OffPolicyConfig { eval_every: eval(trainer.total_steps), ..trainer };
+            let trainer = OffPolicyConfig {
+                eval_every: eval(trainer.total_steps),
+                ..trainer
+            };
             let mut env = SyncVecEnv::from_id(task.env, 1)?;
-            let (o, a) = (env.single_observation_space().clone(), env.single_action_space().clone());
+            let (o, a) = (
+                env.single_observation_space().clone(),
+                env.single_action_space().clone(),
+            );
             let mut sac = Sac::new(&config, &o, &a, &device, &device)?;
             train_off_policy(&mut sac, &mut env, task.env, &trainer)
         }
         "DQN" => {
             let (config, trainer) = DqnConfig::zoo(task.env)?;
-            let trainer = OffPolicyConfig { eval_every: eval(trainer.total_steps), ..trainer };
+            let trainer = OffPolicyConfig {
+                eval_every: eval(trainer.total_steps),
+                ..trainer
+            };
             let mut env = SyncVecEnv::from_id(task.env, 1)?;
-            let (o, a) = (env.single_observation_space().clone(), env.single_action_space().clone());
+            let (o, a) = (
+                env.single_observation_space().clone(),
+                env.single_action_space().clone(),
+            );
             let mut dqn = Dqn::new(&config, &o, &a, &device, &device)?;
             train_off_policy(&mut dqn, &mut env, task.env, &trainer)
         }
         "A2C" => {
             let (config, trainer, envs) = A2cConfig::zoo(task.env)?;
-            let trainer = OnPolicyConfig { eval_every: eval(trainer.total_steps), ..trainer };
+            let trainer = OnPolicyConfig {
+                eval_every: eval(trainer.total_steps),
+                ..trainer
+            };
             let mut env = SyncVecEnv::from_id(task.env, envs)?;
-            let (o, a) = (env.single_observation_space().clone(), env.single_action_space().clone());
+            let (o, a) = (
+                env.single_observation_space().clone(),
+                env.single_action_space().clone(),
+            );
             let mut learner = config.build(&o, &a, &device, &device)?;
             train_on_policy(&mut learner, &mut env, task.env, &trainer)
         }
@@ -68,7 +110,10 @@ fn run(task: &Task, spec: DeviceSpec) -> Result<TrainReport> {
                 ..OnPolicyConfig::default()
             };
             let mut env = SyncVecEnv::from_id(task.env, 8)?;
-            let (o, a) = (env.single_observation_space().clone(), env.single_action_space().clone());
+            let (o, a) = (
+                env.single_observation_space().clone(),
+                env.single_action_space().clone(),
+            );
             let mut learner = ReinforceConfig::default().build(&o, &a, &device, &device)?;
             train_on_policy(&mut learner, &mut env, task.env, &trainer)
         }
@@ -82,13 +127,18 @@ fn main() -> Result<()> {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
     let mut specs = Vec::new();
-    for a in args.iter().filter(|a| !a.starts_with("--") && Some(*a) != only.as_ref()) {
+    for a in args
+        .iter()
+        .filter(|a| !a.starts_with("--") && Some(*a) != only.as_ref())
+    {
         specs.push(a.parse::<DeviceSpec>()?);
     }
     if specs.is_empty() {
         specs.push(DeviceSpec::Flex);
     }
-    println!("| algorithm | env | backend | best eval | final eval | env steps | wall time | zoo |");
+    println!(
+        "| algorithm | env | backend | best eval | final eval | env steps | wall time | zoo |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for task in TASKS {
         if only.as_deref().is_some_and(|o| o != task.algo) {
@@ -96,7 +146,11 @@ fn main() -> Result<()> {
         }
         for &spec in &specs {
             let r = run(task, spec)?;
-            let best = r.evals.iter().map(|e| e.mean_return).fold(f64::NEG_INFINITY, f64::max);
+            let best = r
+                .evals
+                .iter()
+                .map(|e| e.mean_return)
+                .fold(f64::NEG_INFINITY, f64::max);
             println!(
                 "| {} | {} | {spec} | {best:.1} | {:.1} | {} | {:.0} s | {} |",
                 task.algo,

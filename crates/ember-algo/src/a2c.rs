@@ -1,9 +1,7 @@
 //! A2C (Mnih et al. 2016, synchronous): GAE(λ) advantages, value loss, entropy bonus,
 //! separate or shared trunks; SB3's defaults (RMSprop, `n_steps = 5`).
 
-use crate::config::{
-    ActivationKind, Validate, check_hidden, check_open_closed, check_range,
-};
+use crate::config::{ActivationKind, Validate, check_hidden, check_open_closed, check_range};
 use crate::learner::AdvantageMode;
 use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;

@@ -94,7 +94,10 @@ mod tests {
     fn ranges_name_the_field() {
         assert!(check_range("gamma", 0.99, 0.0, 1.0).is_ok());
         let e = check_range("gamma", 1.5, 0.0, 1.0).unwrap_err().to_string();
-        assert!(e.contains("gamma") && e.contains("1.5") && e.contains("[0, 1]"), "{e}");
+        assert!(
+            e.contains("gamma") && e.contains("1.5") && e.contains("[0, 1]"),
+            "{e}"
+        );
         assert!(check_range("gamma", f64::NAN, 0.0, 1.0).is_err());
         assert!(check_open_closed("tau", 0.0, 0.0, 1.0).is_err());
         assert!(check_open_closed("tau", 1.0, 0.0, 1.0).is_ok());

@@ -226,7 +226,11 @@ impl Agent for Dqn {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len("observations (batch × obs_dim)", n * self.obs_dim, obs.len())?;
+        Error::check_len(
+            "observations (batch × obs_dim)",
+            n * self.obs_dim,
+            obs.len(),
+        )?;
         let out = out.discrete_mut("DQN")?;
         let x = matrix(obs, n, self.obs_dim, self.acting.device());
         let q = self.acting.module().forward(x);
@@ -254,7 +258,13 @@ impl OffPolicyLearner for Dqn {
         let next_target = self.target.forward(next_obs.clone());
         let y = if self.config.double_q {
             let next_online = q.valid().forward(next_obs);
-            double_dqn_target(reward, terminated, next_online, next_target, self.config.gamma)
+            double_dqn_target(
+                reward,
+                terminated,
+                next_online,
+                next_target,
+                self.config.gamma,
+            )
         } else {
             let best = next_target.max_dim(1);
             td_target(reward, terminated, best, self.config.gamma)

@@ -112,11 +112,8 @@ pub fn train_off_policy<L: OffPolicyLearner>(
     let space = env.single_action_space().clone();
     let act_dim = stored_action_dim(&space);
     let storage = RingStorage::new(config.buffer_size, obs_dim, act_dim)?;
-    let mut replay = ReplayBuffer::new(
-        storage,
-        Uniform::new(config.buffer_size, true),
-        config.seed,
-    )?;
+    let mut replay =
+        ReplayBuffer::new(storage, Uniform::new(config.buffer_size, true), config.seed)?;
     let mut rng = EmberRng::seed_from(config.seed).fork(1);
     let mut actions = ActionBuf::for_space(&space);
     let mut batch = Batch::with_capacity(obs_dim, act_dim, config.batch_size);
@@ -170,11 +167,23 @@ pub fn train_off_policy<L: OffPolicyLearner>(
         }
         if report.env_steps >= next_eval {
             next_eval += config.eval_every;
-            run_eval(learner, eval_env, config.eval_episodes, config.seed, &mut report)?;
+            run_eval(
+                learner,
+                eval_env,
+                config.eval_episodes,
+                config.seed,
+                &mut report,
+            )?;
         }
     }
     if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
-        run_eval(learner, eval_env, config.eval_episodes, config.seed, &mut report)?;
+        run_eval(
+            learner,
+            eval_env,
+            config.eval_episodes,
+            config.seed,
+            &mut report,
+        )?;
     }
     report.episodes = episodes.episodes;
     report.recent_train_return = episodes.recent_mean();

@@ -141,11 +141,23 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         }
         if report.env_steps >= next_eval {
             next_eval += config.eval_every;
-            run_eval(learner, eval_env, config.eval_episodes, config.seed, &mut report)?;
+            run_eval(
+                learner,
+                eval_env,
+                config.eval_episodes,
+                config.seed,
+                &mut report,
+            )?;
         }
     }
     if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
-        run_eval(learner, eval_env, config.eval_episodes, config.seed, &mut report)?;
+        run_eval(
+            learner,
+            eval_env,
+            config.eval_episodes,
+            config.seed,
+            &mut report,
+        )?;
     }
     report.episodes = episodes.episodes;
     report.recent_train_return = episodes.recent_mean();

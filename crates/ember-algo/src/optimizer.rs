@@ -19,7 +19,8 @@ impl OptimizerKind {
     /// The optimizer, clipping the gradient's global norm to `max_grad_norm` when it is
     /// positive.
     pub fn build(self, max_grad_norm: f64) -> ModuleOptimizer {
-        let clip = (max_grad_norm > 0.0).then(|| GradientClippingConfig::Norm(max_grad_norm as f32));
+        let clip =
+            (max_grad_norm > 0.0).then(|| GradientClippingConfig::Norm(max_grad_norm as f32));
         match self {
             OptimizerKind::Adam => AdamConfig::new()
                 .with_epsilon(1e-8)

@@ -196,7 +196,11 @@ impl Agent for PolicyGradient {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len("observations (batch × obs_dim)", n * self.obs_dim, obs.len())?;
+        Error::check_len(
+            "observations (batch × obs_dim)",
+            n * self.obs_dim,
+            obs.len(),
+        )?;
         let out = out.discrete_mut(self.settings.name)?;
         let x = matrix(obs, n, self.obs_dim, self.acting.device());
         let (logits, _) = self.acting.module().forward(x);
@@ -234,11 +238,15 @@ impl OnPolicyLearner for PolicyGradient {
         }
         let net = self.net.as_ref().expect("net present");
         let (logits, values) = net.forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
-        let (log_prob, entropy) = evaluate_logits(logits, index_vector(&batch.actions, &self.learn));
+        let (log_prob, entropy) =
+            evaluate_logits(logits, index_vector(&batch.actions, &self.learn));
         let entropy_value = entropy.clone().mean().into_scalar::<f64>();
         let policy_loss = policy_gradient_loss(log_prob, column(&adv, &self.learn));
         let mut m = Metrics::default();
-        m.push("policy_loss", checked_loss("policy loss", &policy_loss, step)?);
+        m.push(
+            "policy_loss",
+            checked_loss("policy loss", &policy_loss, step)?,
+        );
         let mut total = policy_loss + entropy_loss(entropy).mul_scalar(s.ent_coef);
         if let Some(v) = values {
             let value_loss = mse(v, column(&batch.returns, &self.learn));

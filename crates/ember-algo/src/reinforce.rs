@@ -45,7 +45,7 @@ impl Default for ReinforceConfig {
             hidden: vec![64, 64],
             activation: ActivationKind::Tanh,
             baseline: true,
-            learning_rate: 1e-3,
+            learning_rate: 3e-3,
             optimizer: OptimizerKind::Adam,
             gamma: 0.99,
             ent_coef: 0.0,

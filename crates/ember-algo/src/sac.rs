@@ -30,9 +30,7 @@ use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::{Batch, EmberRng, Error, Result, Space};
-use ember_loss::{
-    checked_loss, sac_actor_loss, sac_critic_loss, sac_target, sac_temperature_loss,
-};
+use ember_loss::{checked_loss, sac_actor_loss, sac_critic_loss, sac_target, sac_temperature_loss};
 use ember_nn::{
     CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
     hard_target, polyak_update,
@@ -243,8 +241,8 @@ impl Sac {
             .with_hidden(config.hidden.clone())
             .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
             .init(&learn)?;
-        let critic = CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone())
-            .init(&learn)?;
+        let critic =
+            CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone()).init(&learn)?;
         let target = hard_target(&critic);
         let temperature = Temperature {
             log_alpha: Param::from_tensor(Tensor::from_data(
@@ -290,12 +288,16 @@ impl Sac {
 
     /// The critic ensemble being trained.
     pub fn critic(&self) -> &CriticEnsemble {
-        self.critic.as_ref().expect("critic present between updates")
+        self.critic
+            .as_ref()
+            .expect("critic present between updates")
     }
 
     /// The target critics.
     pub fn target_critic(&self) -> &CriticEnsemble {
-        self.target.as_ref().expect("target present between updates")
+        self.target
+            .as_ref()
+            .expect("target present between updates")
     }
 
     /// The config this learner was built with.
@@ -401,7 +403,12 @@ fn step_actor(
     actor: GaussianTanhPolicy,
     temperature: Option<Temperature>,
     grads: ActorGrads,
-) -> (GaussianTanhPolicy, Option<Temperature>, Option<f64>, ActorLosses) {
+) -> (
+    GaussianTanhPolicy,
+    Option<Temperature>,
+    Option<f64>,
+    ActorLosses,
+) {
     let actor = actor_opt.step(lr, actor, grads.actor);
     let (temperature, alpha) = match (temperature, grads.temperature) {
         (Some(t), Some(g)) => {
@@ -449,7 +456,11 @@ impl Agent for Sac {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len("observations (batch × obs_dim)", n * self.obs_dim, obs.len())?;
+        Error::check_len(
+            "observations (batch × obs_dim)",
+            n * self.obs_dim,
+            obs.len(),
+        )?;
         let out = out.continuous_mut("SAC")?;
         let x = matrix(obs, n, self.obs_dim, self.acting.device());
         let policy = self.acting.module();
@@ -492,8 +503,8 @@ impl OffPolicyLearner for Sac {
             (critic, loss)
         };
         let mut actor_half = |actor: GaussianTanhPolicy,
-                          temperature: Option<Temperature>,
-                          gate: &dyn Fn(bool) -> bool| {
+                              temperature: Option<Temperature>,
+                              gate: &dyn Fn(bool) -> bool| {
             let t = temperature.as_ref().filter(|_| learn_alpha);
             let grads = actor_grads(&actor, t, &frozen, &x, alpha, h, step);
             if gate(grads.ok()) {
@@ -554,7 +565,8 @@ impl OffPolicyLearner for Sac {
         let target = self.target.take().expect("target present");
         self.target = Some(polyak_update(target, &critic, self.config.tau));
         self.critic = Some(critic);
-        self.acting.after_update(self.actor.as_ref().expect("actor present"));
+        self.acting
+            .after_update(self.actor.as_ref().expect("actor present"));
 
         let mut m = Metrics::default();
         m.push("critic_loss", critic_loss);

@@ -41,10 +41,7 @@ mod tests {
         assert!((s.value(0.25) - 0.55).abs() < 1e-12);
         assert!((s.value(0.5) - 0.1).abs() < 1e-12);
         assert!((s.value(0.9) - 0.1).abs() < 1e-12);
-        let instant = LinearSchedule {
-            fraction: 0.0,
-            ..s
-        };
+        let instant = LinearSchedule { fraction: 0.0, ..s };
         assert_eq!(instant.value(0.0), 0.1);
     }
 }

@@ -33,10 +33,17 @@ fn learn_on_ndarray_act_on_flex() {
     assert!(report.updates > 100);
     // Greedy actions from the acting copy (flex) equal those of the learner's network
     // (ndarray) on the same observations.
-    let obs: Vec<f32> = (0..64 * 4).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
+    let obs: Vec<f32> = (0..64 * 4)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .collect();
     let mut acted = ActionBuf::Discrete(Vec::new());
     dqn.act(&obs, false, &mut acted).unwrap();
-    let q = dqn.q().forward(ember_algo::tensors::matrix(&obs, 64, 4, &learn.clone().autodiff()));
+    let q = dqn.q().forward(ember_algo::tensors::matrix(
+        &obs,
+        64,
+        4,
+        &learn.clone().autodiff(),
+    ));
     let greedy = ember_algo::tensors::host_indices(q.argmax(1).reshape([64]));
     assert_eq!(acted, ActionBuf::Discrete(greedy));
 }

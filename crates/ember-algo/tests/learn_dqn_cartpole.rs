@@ -11,6 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[test]
 fn dqn_cartpole_reaches_475_within_50k_steps() {
+    let _serial = common::serial();
     let device = ember_backend::DeviceSpec::Flex.device().unwrap();
     let (config, trainer) = DqnConfig::zoo("CartPole-v1").unwrap();
     let config = DqnConfig { seed: 1, ..config };

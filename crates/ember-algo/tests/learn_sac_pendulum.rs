@@ -35,13 +35,23 @@ fn run(schedule: UpdateSchedule) {
     let report = train_off_policy(&mut sac, &mut env, "Pendulum-v1", &trainer).unwrap();
     assert_eq!(report.env_steps, 20_000);
     let best = common::best_eval(&format!("SAC Pendulum-v1 {schedule:?}"), &report);
-    assert!(best >= -200.0, "{schedule:?}: best evaluation {best} < -200");
+    assert!(
+        best >= -200.0,
+        "{schedule:?}: best evaluation {best} < -200"
+    );
 }
 
 #[test]
-fn sac_pendulum_learns_with_both_schedules() {
-    // One test, run one after the other: weight initialisation seeds the backend's global
-    // generator, and the two runs share the two cores.
+fn sac_pendulum_learns_with_the_parallel_schedule() {
+    let _serial = common::serial();
     run(UpdateSchedule::Parallel);
+}
+
+/// Not in CI (about 3.5 min here): the parallel schedule is bit-identical to this one
+/// (`tests/sac_update.rs`), so its learning curve is the same. Run with `-- --ignored`.
+#[test]
+#[ignore = "over CI's 3-minute budget; same curve as the parallel schedule"]
+fn sac_pendulum_learns_with_the_sequential_schedule() {
+    let _serial = common::serial();
     run(UpdateSchedule::Sequential);
 }

@@ -41,7 +41,8 @@ fn state(sac: &Sac) -> Vec<u32> {
 
 fn batch(rng: &mut EmberRng, n: usize) -> Batch {
     let mut b = Batch::with_capacity(OBS, ACT, n);
-    let mut u = |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
     b.len = n;
     b.obs = u(n * OBS);
     b.action = u(n * ACT);
@@ -73,7 +74,11 @@ fn parallel_and_sequential_schedules_are_bit_identical() {
         let mut seq = sac(UpdateSchedule::Sequential, &device);
         let mut par = sac(UpdateSchedule::Parallel, &device);
         let initial = state(&seq);
-        assert_eq!(initial, state(&par), "{spec}: same seed, same initial weights");
+        assert_eq!(
+            initial,
+            state(&par),
+            "{spec}: same seed, same initial weights"
+        );
         let mut rng = EmberRng::seed_from(5);
         for step in 0..6 {
             let b = batch(&mut rng, 64);
@@ -84,7 +89,11 @@ fn parallel_and_sequential_schedules_are_bit_identical() {
         let after = state(&seq);
         assert_eq!(after, state(&par), "{spec}: weights after 6 updates");
         assert_ne!(after, initial, "{spec}: the updates changed the weights");
-        assert!(seq.alpha() < 1.0, "{spec}: alpha moved from 1: {}", seq.alpha());
+        assert!(
+            seq.alpha() < 1.0,
+            "{spec}: alpha moved from 1: {}",
+            seq.alpha()
+        );
     }
 }
 

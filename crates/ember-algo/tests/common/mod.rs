@@ -2,6 +2,15 @@
 //! some evaluation within the budget reached the score.
 
 use ember_algo::TrainReport;
+use std::sync::{Mutex, MutexGuard};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs the tests of one binary one at a time: weight initialisation seeds the backend's
+/// global generator, and each run wants both cores.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The best evaluation of a run, printed with the whole curve.
 pub fn best_eval(name: &str, report: &TrainReport) -> f64 {
