@@ -21,11 +21,8 @@ const BATCH: usize = 256;
 
 fn batches(n: usize) -> Vec<Batch> {
     let mut rng = EmberRng::seed_from(3);
-    let mut u = |k: usize| -> Vec<f32> {
-        (0..k)
-            .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
-            .collect()
-    };
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
     (0..n)
         .map(|_| {
             let mut b = Batch::with_capacity(OBS, ACT, BATCH);
