@@ -125,7 +125,7 @@ impl OffPolicyLearner for Td3 {
         let grads = GradientsParams::from_grads(loss.backward(), &critic);
         let critic = self.critic_opt.step(LR, critic, grads);
         // Delayed actor step through the first critic, then the targets.
-        if step % POLICY_DELAY == 0 {
+        if step.is_multiple_of(POLICY_DELAY) {
             let actor = self.actor.take().expect("actor");
             let q = critic
                 .clone()

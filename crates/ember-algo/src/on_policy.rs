@@ -108,18 +108,18 @@ pub fn train_on_policy<L: OnPolicyLearner>(
             buf.obs.extend_from_slice(&obs);
             learner.act(&obs, true, &mut actions)?;
             let step = env.step(actions.as_vec_actions())?;
-            for i in 0..n {
+            for (i, resetting) in resetting.iter_mut().enumerate() {
                 actions.write_row(i, act_dim, &mut row);
                 buf.actions.extend_from_slice(&row);
                 buf.rewards.push(step.rewards[i] as f32);
                 buf.terminated.push(step.terminated[i] as u8 as f32);
                 buf.truncated.push(step.truncated[i] as u8 as f32);
-                buf.reset_step.push(resetting[i]);
+                buf.reset_step.push(*resetting);
                 let done = step.terminated[i] || step.truncated[i];
-                if !resetting[i] {
+                if !*resetting {
                     episodes.record(i, step.rewards[i], done);
                 }
-                resetting[i] = done;
+                *resetting = done;
             }
             obs.copy_from_slice(step.obs);
         }

@@ -20,7 +20,7 @@ impl OptimizerKind {
     /// positive.
     pub fn build(self, max_grad_norm: f64) -> ModuleOptimizer {
         let clip =
-            (max_grad_norm > 0.0).then(|| GradientClippingConfig::Norm(max_grad_norm as f32));
+            (max_grad_norm > 0.0).then_some(GradientClippingConfig::Norm(max_grad_norm as f32));
         match self {
             OptimizerKind::Adam => AdamConfig::new()
                 .with_epsilon(1e-8)
