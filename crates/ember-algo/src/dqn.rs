@@ -185,9 +185,7 @@ impl Dqn {
             ));
         };
         let obs_dim = obs_space.flat_dim();
-        let plain = learn.clone().without_autodiff();
-        let learn = plain.clone().autodiff();
-        plain.seed(config.seed);
+        let (plain, learn) = crate::tensors::learner_devices(learn, config.seed);
         let mut sizes = vec![obs_dim];
         sizes.extend(&config.hidden);
         sizes.push(d.n());
@@ -225,14 +223,8 @@ impl Agent for Dqn {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len(
-            "observations (batch × obs_dim)",
-            n * self.obs_dim,
-            obs.len(),
-        )?;
         let out = out.discrete_mut("DQN")?;
-        let x = matrix(obs, n, self.obs_dim, self.acting.device());
+        let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let q = self.acting.module().forward(x);
         *out = host_indices(q.argmax(1).reshape([n]));
         if explore {

@@ -4,14 +4,12 @@
 
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::config::{Validate, check_positive};
-use crate::evaluate::evaluate;
 use crate::learner::OffPolicyLearner;
-use crate::report::{EpisodeTracker, EvalPoint, TrainReport};
+use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::{Batch, EmberRng, Error, Result, Space, Transition};
 use ember_env::VecEnv;
 use ember_replay::{ReplayBuffer, RingStorage, Uniform};
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
 
 /// Settings of the off-policy loop (SB3's names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -33,6 +31,8 @@ pub struct OffPolicyConfig {
     pub eval_every: u64,
     /// Deterministic episodes per evaluation.
     pub eval_episodes: usize,
+    /// Stop early once an evaluation's mean return reaches this (`None`: run the budget).
+    pub target_return: Option<f64>,
     /// Seed of the environments, the random warm-up actions and the replay sampler.
     pub seed: u64,
 }
@@ -48,6 +48,7 @@ impl Default for OffPolicyConfig {
             gradient_steps: 1,
             eval_every: 0,
             eval_episodes: 10,
+            target_return: None,
             seed: 0,
         }
     }
@@ -105,7 +106,6 @@ pub fn train_off_policy<L: OffPolicyLearner>(
     config: &OffPolicyConfig,
 ) -> Result<TrainReport> {
     config.validate()?;
-    let start = Instant::now();
     let n = env.num_envs();
     let obs_dim = env.single_observation_space().flat_dim();
     Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
@@ -123,11 +123,13 @@ pub fn train_off_policy<L: OffPolicyLearner>(
     let mut episodes = EpisodeTracker::new(n);
     let mut report = TrainReport::default();
     let mut vector_steps = 0u64;
-    let mut next_eval = if config.eval_every > 0 {
-        config.eval_every
-    } else {
-        u64::MAX
-    };
+    let mut evals = EvalSchedule::new(
+        eval_env,
+        config.eval_episodes,
+        config.seed,
+        config.eval_every,
+        config.target_return,
+    );
     while report.env_steps < config.total_steps {
         if report.env_steps < config.learning_starts {
             random_actions(&space, n, &mut rng, &mut actions);
@@ -165,44 +167,9 @@ pub fn train_off_policy<L: OffPolicyLearner>(
                 report.updates += 1;
             }
         }
-        if report.env_steps >= next_eval {
-            next_eval += config.eval_every;
-            run_eval(
-                learner,
-                eval_env,
-                config.eval_episodes,
-                config.seed,
-                &mut report,
-            )?;
+        if evals.maybe(learner, &mut report)? {
+            break;
         }
     }
-    if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
-        run_eval(
-            learner,
-            eval_env,
-            config.eval_episodes,
-            config.seed,
-            &mut report,
-        )?;
-    }
-    report.episodes = episodes.episodes;
-    report.recent_train_return = episodes.recent_mean();
-    report.wall_secs = start.elapsed().as_secs_f64();
-    Ok(report)
-}
-
-/// Evaluates and appends the result to `report` (shared with the on-policy loop).
-pub(crate) fn run_eval(
-    agent: &mut dyn crate::agent::Agent,
-    env_id: &str,
-    episodes: usize,
-    seed: u64,
-    report: &mut TrainReport,
-) -> Result<()> {
-    let result = evaluate(agent, env_id, episodes, seed.wrapping_add(1_000_000))?;
-    report.evals.push(EvalPoint {
-        env_steps: report.env_steps,
-        mean_return: result.mean_return(),
-    });
-    Ok(())
+    evals.finish(learner, report, &episodes)
 }

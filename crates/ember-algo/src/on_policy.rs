@@ -5,13 +5,11 @@
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::config::{Validate, check_positive};
 use crate::learner::{AdvantageMode, OnPolicyLearner, RolloutBatch};
-use crate::off_policy::run_eval;
-use crate::report::{EpisodeTracker, TrainReport};
+use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::{Error, Result};
 use ember_env::VecEnv;
 use ember_loss::{Rollout, discounted_returns, gae};
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
 
 /// Settings of the on-policy loop.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,6 +23,8 @@ pub struct OnPolicyConfig {
     pub eval_every: u64,
     /// Deterministic episodes per evaluation.
     pub eval_episodes: usize,
+    /// Stop early once an evaluation's mean return reaches this (`None`: run the budget).
+    pub target_return: Option<f64>,
     /// Seed of the environments.
     pub seed: u64,
 }
@@ -36,6 +36,7 @@ impl Default for OnPolicyConfig {
             n_steps: 5,
             eval_every: 0,
             eval_episodes: 10,
+            target_return: None,
             seed: 0,
         }
     }
@@ -83,7 +84,6 @@ pub fn train_on_policy<L: OnPolicyLearner>(
     config: &OnPolicyConfig,
 ) -> Result<TrainReport> {
     config.validate()?;
-    let start = Instant::now();
     let n = env.num_envs();
     let obs_dim = env.single_observation_space().flat_dim();
     Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
@@ -97,11 +97,13 @@ pub fn train_on_policy<L: OnPolicyLearner>(
     let mut report = TrainReport::default();
     let mut buf = RolloutBuffer::default();
     let mut batch = RolloutBatch::default();
-    let mut next_eval = if config.eval_every > 0 {
-        config.eval_every
-    } else {
-        u64::MAX
-    };
+    let mut evals = EvalSchedule::new(
+        eval_env,
+        config.eval_episodes,
+        config.seed,
+        config.eval_every,
+        config.target_return,
+    );
     while report.env_steps < config.total_steps {
         buf.clear();
         for _ in 0..config.n_steps {
@@ -139,30 +141,11 @@ pub fn train_on_policy<L: OnPolicyLearner>(
             report.last_metrics = learner.update(&batch, report.updates)?;
             report.updates += 1;
         }
-        if report.env_steps >= next_eval {
-            next_eval += config.eval_every;
-            run_eval(
-                learner,
-                eval_env,
-                config.eval_episodes,
-                config.seed,
-                &mut report,
-            )?;
+        if evals.maybe(learner, &mut report)? {
+            break;
         }
     }
-    if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
-        run_eval(
-            learner,
-            eval_env,
-            config.eval_episodes,
-            config.seed,
-            &mut report,
-        )?;
-    }
-    report.episodes = episodes.episodes;
-    report.recent_train_return = episodes.recent_mean();
-    report.wall_secs = start.elapsed().as_secs_f64();
-    Ok(report)
+    evals.finish(learner, report, &episodes)
 }
 
 /// Fills `out` with the training rows of `buf`: advantages and returns per `mode`, reset

@@ -107,9 +107,7 @@ impl PolicyGradient {
             ));
         };
         let obs_dim = obs_space.flat_dim();
-        let plain = learn.clone().without_autodiff();
-        let learn = plain.clone().autodiff();
-        plain.seed(settings.seed);
+        let (plain, learn) = crate::tensors::learner_devices(learn, settings.seed);
         let mlp = |sizes: Vec<usize>| {
             MlpConfig::new(sizes)
                 .with_activation(settings.activation)
@@ -195,14 +193,8 @@ impl Agent for PolicyGradient {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len(
-            "observations (batch × obs_dim)",
-            n * self.obs_dim,
-            obs.len(),
-        )?;
         let out = out.discrete_mut(self.settings.name)?;
-        let x = matrix(obs, n, self.obs_dim, self.acting.device());
+        let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let (logits, _) = self.acting.module().forward(x);
         let logits = host(logits);
         let k = logits.len() / n.max(1);
@@ -221,8 +213,7 @@ impl OnPolicyLearner for PolicyGradient {
     }
 
     fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
-        let n = obs.len() / self.obs_dim.max(1);
-        let x = matrix(obs, n, self.obs_dim, &self.plain);
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, &self.plain)?;
         Ok(self.net().valid().values(x).map(host))
     }
 

@@ -74,3 +74,82 @@ impl EpisodeTracker {
         self.recent.iter().sum::<f64>() / self.recent.len() as f64
     }
 }
+
+/// When and how the trainers evaluate: every `every` env steps and once at the end.
+pub(crate) struct EvalSchedule<'a> {
+    env_id: &'a str,
+    episodes: usize,
+    seed: u64,
+    every: u64,
+    next: u64,
+    target: Option<f64>,
+    start: std::time::Instant,
+}
+
+impl<'a> EvalSchedule<'a> {
+    /// Evaluates `episodes` episodes of `env_id` every `every` env steps (0: only at the
+    /// end); with a `target`, training may stop once an evaluation reaches it.
+    pub(crate) fn new(
+        env_id: &'a str,
+        episodes: usize,
+        seed: u64,
+        every: u64,
+        target: Option<f64>,
+    ) -> Self {
+        EvalSchedule {
+            env_id,
+            episodes,
+            seed,
+            every,
+            next: if every > 0 { every } else { u64::MAX },
+            target,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Evaluates if `report.env_steps` reached the next evaluation point; returns whether
+    /// training should stop (the evaluation reached the target return).
+    pub(crate) fn maybe(
+        &mut self,
+        agent: &mut dyn crate::agent::Agent,
+        report: &mut TrainReport,
+    ) -> ember_core::Result<bool> {
+        if report.env_steps < self.next {
+            return Ok(false);
+        }
+        self.next += self.every;
+        self.run(agent, report)?;
+        let last = report.evals.last().map(|e| e.mean_return);
+        Ok(matches!((self.target, last), (Some(t), Some(r)) if r >= t))
+    }
+
+    /// The final evaluation (unless one just ran) and the report's totals.
+    pub(crate) fn finish(
+        &mut self,
+        agent: &mut dyn crate::agent::Agent,
+        mut report: TrainReport,
+        episodes: &EpisodeTracker,
+    ) -> ember_core::Result<TrainReport> {
+        if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
+            self.run(agent, &mut report)?;
+        }
+        report.episodes = episodes.episodes;
+        report.recent_train_return = episodes.recent_mean();
+        report.wall_secs = self.start.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    fn run(
+        &self,
+        agent: &mut dyn crate::agent::Agent,
+        report: &mut TrainReport,
+    ) -> ember_core::Result<()> {
+        let seed = self.seed.wrapping_add(1_000_000);
+        let result = crate::evaluate::evaluate(agent, self.env_id, self.episodes, seed)?;
+        report.evals.push(EvalPoint {
+            env_steps: report.env_steps,
+            mean_return: result.mean_return(),
+        });
+        Ok(())
+    }
+}

@@ -234,9 +234,7 @@ impl Sac {
         };
         let obs_dim = obs_space.flat_dim();
         let act_dim = bounds.dim();
-        let plain = learn.clone().without_autodiff();
-        let learn = plain.clone().autodiff();
-        plain.seed(config.seed);
+        let (plain, learn) = crate::tensors::learner_devices(learn, config.seed);
         let actor = GaussianTanhPolicyConfig::new(obs_dim, act_dim)
             .with_hidden(config.hidden.clone())
             .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
@@ -455,14 +453,8 @@ impl Agent for Sac {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let n = obs.len() / self.obs_dim.max(1);
-        Error::check_len(
-            "observations (batch × obs_dim)",
-            n * self.obs_dim,
-            obs.len(),
-        )?;
         let out = out.continuous_mut("SAC")?;
-        let x = matrix(obs, n, self.obs_dim, self.acting.device());
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let policy = self.acting.module();
         if explore {
             policy.act_host(x, &mut self.act_rng, out);

@@ -1,6 +1,7 @@
 //! Host ↔ device conversions used by every learner.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use ember_core::{Error, Result};
 
 /// A `[rows, cols]` tensor from row-major host values.
 pub fn matrix(values: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
@@ -39,4 +40,21 @@ pub fn host_indices<const D: usize>(t: Tensor<D, Int>) -> Vec<usize> {
         .into_iter()
         .map(|x| x as usize)
         .collect()
+}
+
+/// The `[rows, obs_dim]` tensor of a row-major observation batch on `device`; an error if
+/// the length is not a multiple of `obs_dim`.
+pub fn obs_batch(obs: &[f32], obs_dim: usize, device: &Device) -> Result<(Tensor<2>, usize)> {
+    let n = obs.len() / obs_dim.max(1);
+    Error::check_len("observations (batch × obs_dim)", n * obs_dim, obs.len())?;
+    Ok((matrix(obs, n, obs_dim, device), n))
+}
+
+/// A learner's devices from the device it was given: `(plain, autodiff)`. Seeds the
+/// backend's generator with `seed` so that the weights built next are reproducible.
+pub fn learner_devices(learn: &Device, seed: u64) -> (Device, Device) {
+    let plain = learn.clone().without_autodiff();
+    plain.seed(seed);
+    let learn = plain.clone().autodiff();
+    (plain, learn)
 }

@@ -1,5 +1,7 @@
 //! DQN learns CartPole-v1: mean evaluation return ≥ 475 (10 deterministic episodes) at an
 //! evaluation within 50k env steps, with rl-baselines3-zoo's hyper-parameters, on flex.
+//! Training stops at the first evaluation that reaches the goal (`target_return`); the
+//! full-budget curve is in `docs/results.md`.
 
 mod common;
 
@@ -17,6 +19,7 @@ fn dqn_cartpole_reaches_475_within_50k_steps() {
     let config = DqnConfig { seed: 1, ..config };
     let trainer = OffPolicyConfig {
         eval_every: 5_000,
+        target_return: Some(475.0),
         seed: 1,
         ..trainer
     };
@@ -30,7 +33,7 @@ fn dqn_cartpole_reaches_475_within_50k_steps() {
     )
     .unwrap();
     let report = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
-    assert_eq!(report.env_steps, 50_000);
+    assert!(report.env_steps <= 50_000);
     let best = common::best_eval("DQN CartPole-v1", &report);
     assert!(best >= 475.0, "best evaluation {best} < 475");
 }

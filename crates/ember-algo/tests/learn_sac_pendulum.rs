@@ -1,6 +1,7 @@
 //! SAC learns Pendulum-v1 with both update schedules: mean evaluation return ≥ −200
 //! (10 deterministic episodes) at an evaluation within 20k env steps, with
-//! rl-baselines3-zoo's hyper-parameters, on flex.
+//! rl-baselines3-zoo's hyper-parameters, on flex. Training stops at the first evaluation
+//! that reaches the goal (`target_return`); the full-budget curve is in `docs/results.md`.
 
 mod common;
 
@@ -20,6 +21,7 @@ fn run(schedule: UpdateSchedule) {
     };
     let trainer = OffPolicyConfig {
         eval_every: 2_000,
+        target_return: Some(-200.0),
         seed: 1,
         ..trainer
     };
@@ -33,7 +35,7 @@ fn run(schedule: UpdateSchedule) {
     )
     .unwrap();
     let report = train_off_policy(&mut sac, &mut env, "Pendulum-v1", &trainer).unwrap();
-    assert_eq!(report.env_steps, 20_000);
+    assert!(report.env_steps <= 20_000);
     let best = common::best_eval(&format!("SAC Pendulum-v1 {schedule:?}"), &report);
     assert!(
         best >= -200.0,
@@ -47,10 +49,7 @@ fn sac_pendulum_learns_with_the_parallel_schedule() {
     run(UpdateSchedule::Parallel);
 }
 
-/// Not in CI (about 3.5 min here): the parallel schedule is bit-identical to this one
-/// (`tests/sac_update.rs`), so its learning curve is the same. Run with `-- --ignored`.
 #[test]
-#[ignore = "over CI's 3-minute budget; same curve as the parallel schedule"]
 fn sac_pendulum_learns_with_the_sequential_schedule() {
     let _serial = common::serial();
     run(UpdateSchedule::Sequential);
