@@ -509,8 +509,8 @@ impl OffPolicyLearner for Sac {
         let ((critic, critic_loss), (actor, temperature, new_alpha, (actor_loss, alpha_loss))) =
             match self.config.update_schedule {
                 UpdateSchedule::Sequential => {
-                    // Check both losses before stepping either: compute the actor half's
-                    // gradients first, then the critic's, then step.
+                    // Check both losses before stepping either: the target and the critic's
+                    // gradients first, then the actor half, whose gate decides both steps.
                     let decided = std::cell::Cell::new(None::<bool>);
                     let y = soft_target(&actor_plain, target, &x, alpha, gamma);
                     let (c_loss, c_grads) = critic_grads(&critic, &x, y, step);
