@@ -1,7 +1,7 @@
 //! Evaluation: deterministic episodes on a fresh environment.
 
 use crate::agent::{ActionBuf, Agent};
-use ember_core::{Action, Error, Result};
+use ember_core::{Error, Result};
 
 /// Returns of evaluation episodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +32,7 @@ pub fn evaluate(
     }
     let mut env = ember_env::make(env_id)?;
     let mut actions = ActionBuf::for_space(env.action_space());
+    let act_dim = env.action_space().flat_dim();
     let mut obs = vec![0.0; env.observation_space().flat_dim()];
     Error::check_len("agent observation width", obs.len(), agent.obs_dim())?;
     let mut result = EvalResult {
@@ -43,10 +44,7 @@ pub fn evaluate(
         let (mut ret, mut len) = (0.0, 0usize);
         loop {
             agent.act(&obs, false, &mut actions)?;
-            let action = match &actions {
-                ActionBuf::Discrete(a) => Action::Discrete(a[0]),
-                ActionBuf::Continuous(a) => Action::Continuous(a),
-            };
+            let action = actions.as_vec_actions().get(0, act_dim);
             let info = env.step_into(action, &mut obs)?;
             ret += info.reward;
             len += 1;

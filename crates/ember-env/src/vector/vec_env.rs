@@ -14,7 +14,7 @@ pub enum VecActions<'a> {
 
 impl<'a> VecActions<'a> {
     /// The action of sub-environment `i` (no checks: see [`VecActions::check`]).
-    pub(crate) fn get(&self, i: usize, act_dim: usize) -> Action<'a> {
+    pub fn get(&self, i: usize, act_dim: usize) -> Action<'a> {
         match *self {
             VecActions::Discrete(a) => Action::Discrete(a[i]),
             VecActions::Continuous(x) => Action::Continuous(&x[i * act_dim..(i + 1) * act_dim]),
