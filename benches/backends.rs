@@ -4,8 +4,10 @@
 //! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows).
 //! - `policy_forward/{backend}_b{1,4,16,256}`: a SAC actor 17→256→256→6 acting as an actor
 //!   does: host observations in, tanh-Gaussian action sampled with host noise
-//!   (`GaussianTanhPolicy::act_host`), actions back on the host. Reported as calls per
-//!   second (criterion's elements/s with 1 element per call).
+//!   (`GaussianTanhPolicy::act_host`), actions back on the host; batches of 128+ rows split
+//!   over `DeviceSpec::inference_threads()` threads (the cores on flex and ndarray, as
+//!   PyTorch's intra-op threads). Reported as calls per second (criterion's elements/s with
+//!   1 element per call).
 //! - `critic_step/{backend}_b256`: forward + MSE + backward + Adam for a 23→256→256→1 critic.
 //! - `twin_critic_step/{separate,fused}_flex`: two critics trained on one loss, as two
 //!   networks or as one fused ensemble.
@@ -51,21 +53,20 @@ fn policy_forward(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     for spec in specs() {
         let device = spec.device().unwrap();
-        let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
+        let policy = GaussianTanhPolicyConfig::new(17, 6)
+            .with_row_threads(spec.inference_threads())
+            .init(&device)
+            .unwrap();
         for batch in [1usize, 4, 16, 256] {
             let mut rng = EmberRng::seed_from(0);
             let obs = host(batch, 17, &mut rng);
+            let mut action = Vec::with_capacity(batch * 6);
             g.bench_function(format!("{}_b{batch}", name(spec)), |b| {
                 b.iter(|| {
                     let x =
                         Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
-                    let eps = noise::standard_normal(batch, 6, &mut rng, &device);
-                    let a: Vec<f32> = policy
-                        .act(x, eps)
-                        .into_data()
-                        .try_into_vec_as::<f32>()
-                        .unwrap();
-                    black_box(a)
+                    policy.act_host(x, &mut rng, &mut action);
+                    black_box(&action);
                 })
             });
         }

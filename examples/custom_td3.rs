@@ -8,8 +8,8 @@ use burn::tensor::activation::tanh;
 use burn::tensor::{Device, Tensor};
 use ember::algo::tensors::{column, host, matrix};
 use ember::algo::{
-    ActingCopy, ActionBuf, Agent, Metrics, OffPolicyConfig, OffPolicyLearner, OptimizerKind,
-    train_off_policy,
+    ActingCopy, ActionBuf, Agent, Checkpoint, Metrics, OffPolicyConfig, OffPolicyLearner,
+    OptimizerKind, train_off_policy,
 };
 use ember::core::{Batch, EmberRng, Result};
 use ember::env::{SyncVecEnv, VecEnv};
@@ -72,6 +72,8 @@ impl Td3 {
         tanh(actor.forward(obs)).mul_scalar(self.max_action)
     }
 }
+
+impl Checkpoint for Td3 {} // no checkpoints: the defaults say so
 
 impl Agent for Td3 {
     fn obs_dim(&self) -> usize {

@@ -22,7 +22,7 @@ if have_torch; then
 else
     echo "# installing torch==$WANT into $VENV (about 4 GB, a few minutes)" >&2
     python3 -m venv "$VENV" >&2
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "torch==$WANT" numpy >&2
+    "$VENV/bin/pip" install --quiet --no-cache-dir --disable-pip-version-check "torch==$WANT" numpy >&2
     have_torch || { echo "torch $WANT did not install into $VENV" >&2; exit 1; }
 fi
 

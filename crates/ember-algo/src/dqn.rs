@@ -3,6 +3,7 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
 use crate::learner::{Metrics, OffPolicyLearner};
 use crate::off_policy::OffPolicyConfig;
@@ -16,6 +17,7 @@ use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_loss::{checked_loss, double_dqn_target, huber, td_target};
 use ember_nn::{DiscreteQ, MlpConfig, hard_target};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// DQN hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -214,6 +216,22 @@ impl Dqn {
     /// The online Q network.
     pub fn q(&self) -> &DiscreteQ {
         self.q.as_ref().expect("q present between updates")
+    }
+}
+
+impl Checkpoint for Dqn {
+    /// `q` and `target_q` safetensors files.
+    fn save_networks(&self, dir: &Path) -> Result<()> {
+        save_module(self.q.as_ref().expect("q present"), dir, "q")?;
+        save_module(&self.target, dir, "target_q")
+    }
+
+    fn load_networks(&mut self, dir: &Path) -> Result<()> {
+        let q = load_module(self.q.clone().expect("q present"), dir, "q")?;
+        self.target = load_module(self.target.clone(), dir, "target_q")?;
+        self.acting.refresh(&q);
+        self.q = Some(q);
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! What learns: [`Learner`]s for the two trainer families, and the [`Metrics`] they report.
 
 use crate::agent::Agent;
+use crate::checkpoint::Checkpoint;
 use ember_core::{Batch, Result};
 
 /// Named scalar metrics of one update (`critic_loss`, `alpha`, …), in a fixed order.
@@ -21,7 +22,7 @@ impl Metrics {
 
 /// A learner for the off-policy trainer: one update from a replay batch. It is also the
 /// agent that collects experience (through an acting copy that may live on another device).
-pub trait OffPolicyLearner: Agent {
+pub trait OffPolicyLearner: Agent + Checkpoint {
     /// One gradient update from `batch`; `step` is the update count (used in error
     /// messages). A NaN or infinite loss is an [`ember_core::Error::Diverged`] naming the
     /// loss and the step, returned before any parameter changes.
@@ -70,7 +71,7 @@ pub struct RolloutBatch {
 }
 
 /// A learner for the on-policy trainer: one update from a rollout.
-pub trait OnPolicyLearner: Agent {
+pub trait OnPolicyLearner: Agent + Checkpoint {
     /// How advantages are computed for this learner.
     fn advantage_mode(&self) -> AdvantageMode;
 

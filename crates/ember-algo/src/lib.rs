@@ -49,6 +49,7 @@
 mod a2c;
 mod acting;
 mod agent;
+pub mod checkpoint;
 mod config;
 mod dqn;
 mod evaluate;
@@ -62,10 +63,14 @@ mod report;
 pub mod sac;
 mod schedule;
 pub mod tensors;
+mod worker;
 
 pub use a2c::A2cConfig;
 pub use acting::ActingCopy;
 pub use agent::{ActionBuf, Agent, stored_action_dim};
+pub use checkpoint::{
+    Checkpoint, CheckpointConfig, CheckpointInfo, load_checkpoint, save_checkpoint,
+};
 pub use config::{
     ActivationKind, Validate, check_hidden, check_open_closed, check_positive, check_range,
     from_toml,

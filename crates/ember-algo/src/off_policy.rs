@@ -3,6 +3,7 @@
 //! [`OffPolicyLearner`]s; nothing of this loop is repeated inside them.
 
 use crate::agent::{ActionBuf, stored_action_dim};
+use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::OffPolicyLearner;
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
@@ -35,6 +36,8 @@ pub struct OffPolicyConfig {
     pub target_return: Option<f64>,
     /// Seed of the environments, the random warm-up actions and the replay sampler.
     pub seed: u64,
+    /// Weight checkpoints (none by default).
+    pub checkpoint: CheckpointConfig,
 }
 
 impl Default for OffPolicyConfig {
@@ -50,6 +53,7 @@ impl Default for OffPolicyConfig {
             eval_episodes: 10,
             target_return: None,
             seed: 0,
+            checkpoint: CheckpointConfig::default(),
         }
     }
 }
@@ -62,6 +66,7 @@ impl Validate for OffPolicyConfig {
         check_positive("train_freq", self.train_freq as usize)?;
         check_positive("gradient_steps", self.gradient_steps)?;
         check_positive("eval_episodes", self.eval_episodes)?;
+        self.checkpoint.validate()?;
         if self.batch_size > self.buffer_size {
             return Err(Error::invalid(
                 "batch_size",
@@ -130,6 +135,8 @@ pub fn train_off_policy<L: OffPolicyLearner>(
         config.eval_every,
         config.target_return,
     );
+    let mut checkpoints = Checkpointer::new(&config.checkpoint);
+    checkpoints.maybe(learner, 0, 0)?;
     while report.env_steps < config.total_steps {
         if report.env_steps < config.learning_starts {
             random_actions(&space, n, &mut rng, &mut actions);
@@ -167,9 +174,11 @@ pub fn train_off_policy<L: OffPolicyLearner>(
                 report.updates += 1;
             }
         }
+        checkpoints.maybe(learner, report.env_steps, report.updates)?;
         if evals.maybe(learner, &mut report)? {
             break;
         }
     }
+    checkpoints.finish(learner, report.env_steps, report.updates)?;
     evals.finish(learner, report, &episodes)
 }

@@ -3,6 +3,7 @@
 //! Algorithms plug in as [`OnPolicyLearner`]s.
 
 use crate::agent::{ActionBuf, stored_action_dim};
+use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::{AdvantageMode, OnPolicyLearner, RolloutBatch};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
@@ -27,6 +28,8 @@ pub struct OnPolicyConfig {
     pub target_return: Option<f64>,
     /// Seed of the environments.
     pub seed: u64,
+    /// Weight checkpoints (none by default).
+    pub checkpoint: CheckpointConfig,
 }
 
 impl Default for OnPolicyConfig {
@@ -38,6 +41,7 @@ impl Default for OnPolicyConfig {
             eval_episodes: 10,
             target_return: None,
             seed: 0,
+            checkpoint: CheckpointConfig::default(),
         }
     }
 }
@@ -46,7 +50,8 @@ impl Validate for OnPolicyConfig {
     fn validate(&self) -> Result<()> {
         check_positive("total_steps", self.total_steps as usize)?;
         check_positive("n_steps", self.n_steps)?;
-        check_positive("eval_episodes", self.eval_episodes)
+        check_positive("eval_episodes", self.eval_episodes)?;
+        self.checkpoint.validate()
     }
 }
 
@@ -104,6 +109,8 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         config.eval_every,
         config.target_return,
     );
+    let mut checkpoints = Checkpointer::new(&config.checkpoint);
+    checkpoints.maybe(learner, 0, 0)?;
     while report.env_steps < config.total_steps {
         buf.clear();
         for _ in 0..config.n_steps {
@@ -141,10 +148,12 @@ pub fn train_on_policy<L: OnPolicyLearner>(
             report.last_metrics = learner.update(&batch, report.updates)?;
             report.updates += 1;
         }
+        checkpoints.maybe(learner, report.env_steps, report.updates)?;
         if evals.maybe(learner, &mut report)? {
             break;
         }
     }
+    checkpoints.finish(learner, report.env_steps, report.updates)?;
     evals.finish(learner, report, &episodes)
 }
 

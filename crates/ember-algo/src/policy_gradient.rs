@@ -5,6 +5,7 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::learner::{AdvantageMode, Metrics, OnPolicyLearner, RolloutBatch};
 use crate::optimizer::OptimizerKind;
 use crate::tensors::{column, host, index_vector, matrix};
@@ -14,6 +15,7 @@ use burn::tensor::{Device, Tensor};
 use ember_core::{EmberRng, Error, Result, Space};
 use ember_loss::{checked_loss, entropy_loss, mse, policy_gradient_loss};
 use ember_nn::{Activation, Mlp, MlpConfig, evaluate_logits};
+use std::path::Path;
 
 /// Logits and (optionally) state values from one network: separate MLPs, or heads on a
 /// shared trunk.
@@ -185,6 +187,20 @@ fn argmax_rows(logits: &[f32], k: usize, out: &mut Vec<usize>) {
             })
             .0
     }));
+}
+
+impl Checkpoint for PolicyGradient {
+    /// One `actor_critic` safetensors file.
+    fn save_networks(&self, dir: &Path) -> Result<()> {
+        save_module(self.net(), dir, "actor_critic")
+    }
+
+    fn load_networks(&mut self, dir: &Path) -> Result<()> {
+        let net = load_module(self.net().clone(), dir, "actor_critic")?;
+        self.acting.refresh(&net);
+        self.net = Some(net);
+        Ok(())
+    }
 }
 
 impl Agent for PolicyGradient {

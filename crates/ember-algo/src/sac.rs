@@ -21,11 +21,13 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::config::{Validate, check_hidden, check_open_closed, check_range};
 use crate::learner::{Metrics, OffPolicyLearner};
 use crate::off_policy::OffPolicyConfig;
 use crate::optimizer::OptimizerKind;
 use crate::tensors::{column, matrix};
+use crate::worker::Worker;
 use burn::module::{Module, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
@@ -36,8 +38,8 @@ use ember_nn::{
     hard_target, polyak_update,
 };
 use serde::{Deserialize, Serialize};
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How the parts of one update are scheduled (same results either way).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +161,15 @@ pub struct Temperature {
     pub log_alpha: Param<Tensor<1>>,
 }
 
+impl Temperature {
+    /// `α = exp(log α)`, read back to the host.
+    pub fn alpha(&self) -> f64 {
+        self.log_alpha.val().exp().into_scalar::<f64>()
+    }
+}
+
 /// One update's inputs, on the devices where they are used.
+#[derive(Clone)]
 struct Inputs {
     obs: Tensor<2>,
     action: Tensor<2>,
@@ -170,10 +180,10 @@ struct Inputs {
     noise_pi: Tensor<2>,
 }
 
-/// The optimizer state, one Adam per network.
+/// The optimizer state, one Adam per network (the critic's travels with the critic half).
 struct Optimizers {
     actor: ModuleOptimizer,
-    critic: ModuleOptimizer,
+    critic: Option<ModuleOptimizer>,
     alpha: ModuleOptimizer,
 }
 
@@ -203,6 +213,8 @@ pub struct Sac {
     noise_rng: EmberRng,
     act_rng: EmberRng,
     acting: ActingCopy<GaussianTanhPolicy>,
+    /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
+    worker: Option<Worker>,
 }
 
 impl std::fmt::Debug for Sac {
@@ -262,7 +274,7 @@ impl Sac {
             temperature: Some(temperature),
             optim: Optimizers {
                 actor: adam(),
-                critic: adam(),
+                critic: Some(adam()),
                 alpha: adam(),
             },
             alpha: config.init_alpha,
@@ -270,6 +282,7 @@ impl Sac {
             noise_rng: rng.fork(1),
             act_rng: rng.fork(2),
             acting,
+            worker: None,
             config: config.clone(),
         })
     }
@@ -322,38 +335,84 @@ impl Sac {
     }
 }
 
-/// The soft TD target, on the plain device (no graph is built).
-fn soft_target(
-    actor: &GaussianTanhPolicy,
-    target: &CriticEnsemble,
-    x: &Inputs,
+/// The critic half of an update, owning what it reads and writes so that it can run on the
+/// worker thread: soft target, critic loss and gradients, critic step, Polyak targets.
+struct CriticJob {
+    critic: CriticEnsemble,
+    target: CriticEnsemble,
+    optim: ModuleOptimizer,
+    /// The actor from before this update, without autodiff (for `a' ~ π(·|s')`).
+    actor: GaussianTanhPolicy,
+    x: Inputs,
+    lr: f64,
     alpha: f64,
     gamma: f64,
-) -> Tensor<2> {
-    let (next_action, next_log_prob) = actor.sample(x.next_obs.clone(), x.noise_next.clone());
-    let next_q = target.min_q(x.next_obs.clone(), next_action);
-    sac_target(
-        x.reward.clone(),
-        x.terminated.clone(),
-        next_q,
-        next_log_prob,
-        alpha,
-        gamma,
-    )
+    tau: f64,
+    step: u64,
 }
 
-/// Critic loss and its gradients.
-fn critic_grads(
-    critic: &CriticEnsemble,
-    x: &Inputs,
-    y: Tensor<2>,
-    step: u64,
-) -> (Result<f64>, GradientsParams) {
-    let q = critic.forward(x.obs.clone(), x.action.clone());
-    let loss = sac_critic_loss(q, Tensor::from_inner(y));
-    let value = checked_loss("critic loss", &loss, step);
-    let grads = GradientsParams::from_grads(loss.backward(), critic);
-    (value, grads)
+/// What the critic half hands back.
+struct CriticDone {
+    critic: CriticEnsemble,
+    target: CriticEnsemble,
+    optim: ModuleOptimizer,
+    loss: Result<f64>,
+}
+
+impl CriticJob {
+    /// The soft TD target (no graph is built), the critic loss and its gradients.
+    fn grads(&self) -> (Result<f64>, GradientsParams) {
+        let x = &self.x;
+        let (next_action, next_log_prob) =
+            self.actor.sample(x.next_obs.clone(), x.noise_next.clone());
+        let next_q = self.target.min_q(x.next_obs.clone(), next_action);
+        let y = sac_target(
+            x.reward.clone(),
+            x.terminated.clone(),
+            next_q,
+            next_log_prob,
+            self.alpha,
+            self.gamma,
+        );
+        let q = self.critic.forward(x.obs.clone(), x.action.clone());
+        let loss = sac_critic_loss(q, Tensor::from_inner(y));
+        let value = checked_loss("critic loss", &loss, self.step);
+        let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
+        (value, grads)
+    }
+
+    /// Steps the critic and moves the targets when `ok` (both halves' losses finite).
+    fn finish(self, loss: Result<f64>, grads: GradientsParams, ok: bool) -> CriticDone {
+        let CriticJob {
+            critic,
+            target,
+            mut optim,
+            lr,
+            tau,
+            ..
+        } = self;
+        let (critic, target) = if ok {
+            let critic = optim.step(lr, critic, grads);
+            let target = polyak_update(target, &critic, tau);
+            (critic, target)
+        } else {
+            (critic, target)
+        };
+        CriticDone {
+            critic,
+            target,
+            optim,
+            loss,
+        }
+    }
+
+    /// The whole half: gradients, `gate` (told whether this half's loss is finite, says
+    /// whether both are), step.
+    fn run(self, gate: impl FnOnce(bool) -> bool) -> CriticDone {
+        let (loss, grads) = self.grads();
+        let ok = gate(loss.is_ok());
+        self.finish(loss, grads, ok)
+    }
 }
 
 /// Actor (and temperature) losses and their gradients, through a frozen critic.
@@ -411,7 +470,7 @@ fn step_actor(
     let (temperature, alpha) = match (temperature, grads.temperature) {
         (Some(t), Some(g)) => {
             let t = alpha_opt.step(lr, t, g);
-            let alpha = t.log_alpha.val().exp().into_scalar::<f64>();
+            let alpha = t.alpha();
             (Some(t), Some(alpha))
         }
         (t, _) => (t, None),
@@ -423,27 +482,72 @@ fn step_actor(
 type ActorLosses = (Result<f64>, Option<Result<f64>>);
 
 /// Two threads agreeing that both halves of an update succeeded before either steps.
+/// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
+/// half never waits forever.
+#[derive(Default)]
 struct Gate {
-    barrier: Barrier,
-    ok: AtomicBool,
+    /// (halves arrived, all arrived halves succeeded)
+    state: Mutex<(u8, bool)>,
+    both_arrived: Condvar,
 }
 
 impl Gate {
-    fn new() -> Self {
-        Gate {
-            barrier: Barrier::new(2),
-            ok: AtomicBool::new(true),
-        }
-    }
-
     /// Reports this half's success, waits for the other half, and says whether both
     /// succeeded.
     fn both_ok(&self, mine: bool) -> bool {
-        if !mine {
-            self.ok.store(false, Ordering::SeqCst);
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.1 = if s.0 == 0 { mine } else { s.1 && mine };
+        s.0 += 1;
+        if s.0 == 2 {
+            self.both_arrived.notify_all();
         }
-        self.barrier.wait();
-        self.ok.load(Ordering::SeqCst)
+        while s.0 < 2 {
+            s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.1
+    }
+}
+
+/// One half's place at the [`Gate`]: it arrives at most once, and as failed when dropped
+/// without arriving (its half panicked).
+struct Arrival(Arc<Gate>, bool);
+
+impl Arrival {
+    fn both_ok(&mut self, mine: bool) -> bool {
+        self.1 = true;
+        self.0.both_ok(mine)
+    }
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.both_ok(false);
+        }
+    }
+}
+
+impl Checkpoint for Sac {
+    /// `actor`, `critic`, `target_critic` and `temperature` safetensors files.
+    fn save_networks(&self, dir: &Path) -> Result<()> {
+        save_module(self.actor(), dir, "actor")?;
+        save_module(self.critic(), dir, "critic")?;
+        save_module(self.target_critic(), dir, "target_critic")?;
+        let t = self.temperature.as_ref().expect("temperature present");
+        save_module(t, dir, "temperature")
+    }
+
+    fn load_networks(&mut self, dir: &Path) -> Result<()> {
+        let actor = load_module(self.actor().clone(), dir, "actor")?;
+        let critic = load_module(self.critic().clone(), dir, "critic")?;
+        let target = load_module(self.target_critic().clone(), dir, "target_critic")?;
+        let t = self.temperature.clone().expect("temperature present");
+        let t = load_module(t, dir, "temperature")?;
+        self.alpha = t.alpha();
+        self.acting.refresh(&actor);
+        (self.actor, self.critic, self.target) = (Some(actor), Some(critic), Some(target));
+        self.temperature = Some(t);
+        Ok(())
     }
 }
 
@@ -469,34 +573,35 @@ impl OffPolicyLearner for Sac {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Metrics> {
         let x = self.inputs(batch)?;
         let lr = self.config.learning_rate;
-        let (alpha, gamma, h) = (self.alpha, self.config.gamma, self.target_entropy);
+        let (alpha, h) = (self.alpha, self.target_entropy);
         let actor = self.actor.take().expect("actor present");
         let critic = self.critic.take().expect("critic present");
         let temperature = self.temperature.take();
         let learn_alpha = self.config.auto_alpha;
-        let target = self.target.as_ref().expect("target present");
         let frozen = critic.clone().no_grad();
-        let actor_plain = actor.valid();
+        let job = CriticJob {
+            critic,
+            target: self.target.take().expect("target present"),
+            optim: self.optim.critic.take().expect("critic optimizer present"),
+            actor: actor.valid(),
+            x: x.clone(),
+            lr,
+            alpha,
+            gamma: self.config.gamma,
+            tau: self.config.tau,
+            step,
+        };
         let Optimizers {
             actor: actor_opt,
-            critic: critic_opt,
             alpha: alpha_opt,
+            ..
         } = &mut self.optim;
 
-        // Each half: compute its losses and gradients, agree that both are finite, step.
-        let mut critic_half = |critic: CriticEnsemble, gate: &dyn Fn(bool) -> bool| {
-            let y = soft_target(&actor_plain, target, &x, alpha, gamma);
-            let (loss, grads) = critic_grads(&critic, &x, y, step);
-            let critic = if gate(loss.is_ok()) {
-                critic_opt.step(lr, critic, grads)
-            } else {
-                critic
-            };
-            (critic, loss)
-        };
+        // The actor + temperature half: losses and gradients, agree with the critic half
+        // that both are finite, step.
         let mut actor_half = |actor: GaussianTanhPolicy,
                               temperature: Option<Temperature>,
-                              gate: &dyn Fn(bool) -> bool| {
+                              gate: &mut dyn FnMut(bool) -> bool| {
             let t = temperature.as_ref().filter(|_| learn_alpha);
             let grads = actor_grads(&actor, t, &frozen, &x, alpha, h, step);
             if gate(grads.ok()) {
@@ -506,57 +611,54 @@ impl OffPolicyLearner for Sac {
                 (actor, temperature, None, losses)
             }
         };
-        let ((critic, critic_loss), (actor, temperature, new_alpha, (actor_loss, alpha_loss))) =
-            match self.config.update_schedule {
-                UpdateSchedule::Sequential => {
-                    // Check both losses before stepping either: the target and the critic's
-                    // gradients first, then the actor half, whose gate decides both steps.
-                    let decided = std::cell::Cell::new(None::<bool>);
-                    let y = soft_target(&actor_plain, target, &x, alpha, gamma);
-                    let (c_loss, c_grads) = critic_grads(&critic, &x, y, step);
-                    let c_ok = c_loss.is_ok();
-                    let actor_out = actor_half(actor, temperature, &|a_ok| {
-                        decided.set(Some(a_ok && c_ok));
-                        a_ok && c_ok
-                    });
-                    let critic = if decided.get() == Some(true) {
-                        critic_opt.step(lr, critic, c_grads)
-                    } else {
-                        critic
-                    };
-                    ((critic, c_loss), actor_out)
-                }
-                UpdateSchedule::Parallel => {
-                    let gate = &Gate::new();
-                    std::thread::scope(|s| {
-                        let c = s.spawn(move || critic_half(critic, &|ok| gate.both_ok(ok)));
-                        let a = actor_half(actor, temperature, &|ok| gate.both_ok(ok));
-                        (c.join().expect("critic thread"), a)
-                    })
-                }
-            };
-        self.actor = Some(actor);
-        self.temperature = temperature;
-        let critic_loss = match critic_loss {
-            Ok(v) => v,
-            Err(e) => {
-                self.critic = Some(critic);
-                return Err(e);
+        let (done, (actor, temperature, new_alpha, (actor_loss, alpha_loss))) = match self
+            .config
+            .update_schedule
+        {
+            UpdateSchedule::Sequential => {
+                // Both losses are checked before either network steps: the critic's
+                // gradients first, then the actor half, whose gate decides both steps.
+                let (c_loss, c_grads) = job.grads();
+                let c_ok = c_loss.is_ok();
+                let mut both = false;
+                let actor_out = actor_half(actor, temperature, &mut |a_ok| {
+                    both = a_ok && c_ok;
+                    both
+                });
+                (job.finish(c_loss, c_grads, both), actor_out)
+            }
+            UpdateSchedule::Parallel => {
+                let gate = Arc::new(Gate::default());
+                let mut critic_arrival = Arrival(gate.clone(), false);
+                let mut actor_arrival = Arrival(gate, false);
+                let worker = self
+                    .worker
+                    .get_or_insert_with(|| Worker::spawn("ember-sac-critic"));
+                let critic_done = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
+                let actor_out = actor_half(actor, temperature, &mut |ok| actor_arrival.both_ok(ok));
+                drop(actor_arrival);
+                (critic_done.wait(), actor_out)
             }
         };
+        let CriticDone {
+            critic,
+            target,
+            optim,
+            loss: critic_loss,
+        } = done;
+        self.actor = Some(actor);
+        self.temperature = temperature;
+        self.critic = Some(critic);
+        self.target = Some(target);
+        self.optim.critic = Some(optim);
+        let critic_loss = critic_loss?;
         let actor_loss = match (actor_loss, alpha_loss.transpose()) {
             (Ok(a), Ok(t)) => (a, t),
-            (Err(e), _) | (_, Err(e)) => {
-                self.critic = Some(critic);
-                return Err(e);
-            }
+            (Err(e), _) | (_, Err(e)) => return Err(e),
         };
         if let Some(a) = new_alpha {
             self.alpha = a;
         }
-        let target = self.target.take().expect("target present");
-        self.target = Some(polyak_update(target, &critic, self.config.tau));
-        self.critic = Some(critic);
         self.acting
             .after_update(self.actor.as_ref().expect("actor present"));
 

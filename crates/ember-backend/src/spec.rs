@@ -114,6 +114,19 @@ impl DeviceSpec {
         }
     }
 
+    /// How many threads to split a large inference batch over on this device
+    /// (`GaussianTanhPolicyConfig::with_row_threads`): the CPU's cores for flex and ndarray,
+    /// whose matmuls run on the calling thread; 1 for libtorch, which threads (or runs on
+    /// the GPU) by itself, and for CubeCL devices.
+    pub fn inference_threads(self) -> usize {
+        match self {
+            DeviceSpec::Flex | DeviceSpec::NdArray => {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            }
+            DeviceSpec::TchCpu | DeviceSpec::TchCuda(_) | DeviceSpec::Cuda(_) => 1,
+        }
+    }
+
     /// Whether tensors on this device live in GPU memory.
     pub fn is_gpu(self) -> bool {
         matches!(self, DeviceSpec::TchCuda(_) | DeviceSpec::Cuda(_))

@@ -23,7 +23,16 @@ pub struct GaussianTanhPolicyConfig {
     pub high: Vec<f32>,
     /// Clamp of the log standard deviation (SB3: `[-20, 2]`).
     pub log_std_bounds: (f32, f32),
+    /// Threads [`GaussianTanhPolicy::act_host`] may split a large batch over (rows in
+    /// blocks of at least [`MIN_ROWS_PER_THREAD`], on rayon's pool). 1 (the default) keeps
+    /// every call on the caller's thread; `ember_backend::DeviceSpec::inference_threads`
+    /// says what suits a backend.
+    pub row_threads: usize,
 }
+
+/// The fewest batch rows worth a thread of their own in [`GaussianTanhPolicy::act_host`]
+/// (below this the hand-over costs more than the rows).
+pub const MIN_ROWS_PER_THREAD: usize = 64;
 
 impl GaussianTanhPolicyConfig {
     /// A policy for actions in `[-1, 1]^act_dim` with 256×256 ReLU hidden layers.
@@ -36,7 +45,14 @@ impl GaussianTanhPolicyConfig {
             low: vec![-1.0; act_dim],
             high: vec![1.0; act_dim],
             log_std_bounds: (-20.0, 2.0),
+            row_threads: 1,
         }
+    }
+
+    /// Sets how many threads `act_host` may split a large batch over.
+    pub fn with_row_threads(mut self, threads: usize) -> Self {
+        self.row_threads = threads.max(1);
+        self
     }
 
     /// Sets the hidden widths.
@@ -97,6 +113,7 @@ impl GaussianTanhPolicyConfig {
             scale,
             bias,
             log_std_bounds: self.log_std_bounds,
+            row_threads: self.row_threads.max(1),
         })
     }
 }
@@ -117,6 +134,9 @@ pub struct GaussianTanhPolicy {
     /// Log-std clamp.
     #[module(skip)]
     pub log_std_bounds: (f32, f32),
+    /// Threads `act_host` may split a large batch over (see the config's field).
+    #[module(skip)]
+    pub row_threads: usize,
 }
 
 impl GaussianTanhPolicy {
@@ -144,20 +164,50 @@ impl GaussianTanhPolicy {
     /// and noise (drawn from `rng`, the stream of [`crate::noise::standard_normal`]) are
     /// applied there. Equal to [`GaussianTanhPolicy::act`] with the same noise, with six
     /// fewer tensor operations per call, which is most of the cost at batch 1. `out` is
-    /// cleared and filled row-major `[batch, act_dim]`.
+    /// cleared and filled row-major `[batch, act_dim]`. With `row_threads > 1`, a batch of
+    /// at least `2 ×` [`MIN_ROWS_PER_THREAD`] rows is split into row blocks that run on
+    /// rayon's pool at once (the same actions, bit for bit).
     pub fn act_host(&self, obs: Tensor<2>, rng: &mut ember_core::EmberRng, out: &mut Vec<f32>) {
+        let rows = obs.dims()[0];
+        let a = self.act_dim;
+        out.clear();
+        crate::noise::fill_standard_normal(rows * a, rng, out);
+        let parts = self
+            .row_threads
+            .min(rows / MIN_ROWS_PER_THREAD)
+            .min(rayon::current_num_threads());
+        if parts < 2 {
+            return self.squash_rows(obs, out);
+        }
+        // Equal row blocks, each through the network on its own thread; every row's
+        // arithmetic is the same as in one call, so the actions are too (tested).
+        // The first block runs on the calling thread, the others on the pool (one wake-up
+        // fewer than handing every block over).
+        let per = rows.div_ceil(parts);
+        let mut blocks = out.chunks_mut(per * a).enumerate();
+        let (_, first) = blocks.next().expect("rows > 0");
+        let obs = &obs;
+        rayon::in_place_scope(|s| {
+            for (i, eps) in blocks {
+                s.spawn(move |_| {
+                    let block = obs.clone().narrow(0, i * per, eps.len() / a);
+                    self.squash_rows(block, eps);
+                });
+            }
+            self.squash_rows(obs.clone().narrow(0, 0, per), first);
+        });
+    }
+
+    /// `eps ← tanh(μ + σ·eps)·scale + bias` for the rows of `obs`.
+    fn squash_rows(&self, obs: Tensor<2>, eps: &mut [f32]) {
         let raw = self.net.forward(obs).into_data();
         let raw: &[f32] = raw.as_slice().expect("float output");
         let a = self.act_dim;
-        let rows = raw.len() / (2 * a);
-        out.clear();
-        crate::noise::fill_standard_normal(rows * a, rng, out);
         let (lo, hi) = self.log_std_bounds;
-        for (r, row) in raw.chunks_exact(2 * a).enumerate() {
+        for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
             for j in 0..a {
-                let eps = &mut out[r * a + j];
                 let std = row[a + j].clamp(lo, hi).exp();
-                *eps = (row[j] + std * *eps).tanh() * self.scale[j] + self.bias[j];
+                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
             }
         }
     }

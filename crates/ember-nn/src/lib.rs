@@ -42,7 +42,7 @@ mod value;
 
 pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
-pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig};
+pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use target::{hard_target, polyak_update};
 pub use value::{ContinuousQ, DiscreteQ, ValueNet};

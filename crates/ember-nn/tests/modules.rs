@@ -197,3 +197,24 @@ fn polyak_and_hard_targets() {
         "targets stay off the autodiff device"
     );
 }
+
+#[test]
+fn act_host_split_over_threads_gives_the_same_actions() {
+    let d = dev();
+    let rows = 3 * MIN_ROWS_PER_THREAD + 5; // uneven blocks
+    let config = GaussianTanhPolicyConfig::new(17, 6);
+    let one = config.init(&d).unwrap();
+    let mut split = one.clone();
+    split.row_threads = 4;
+    let mut rng = EmberRng::seed_from(5);
+    let obs: Vec<f32> = (0..rows * 17)
+        .map(|_| rng.next_f64() as f32 - 0.5)
+        .collect();
+    let obs = Tensor::<2>::from_data(TensorData::new(obs, [rows, 17]), &d);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    one.act_host(obs.clone(), &mut EmberRng::seed_from(9), &mut a);
+    split.act_host(obs, &mut EmberRng::seed_from(9), &mut b);
+    assert_eq!(a.len(), rows * 6);
+    assert_eq!(a, b, "row blocks on other threads changed the actions");
+    assert_eq!(config.with_row_threads(0).row_threads, 1);
+}
