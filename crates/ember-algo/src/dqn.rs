@@ -198,7 +198,7 @@ impl Dqn {
             target: hard_target(&q),
             acting: ActingCopy::new(&q, act, config.sync_every),
             q: Some(q),
-            optim: OptimizerKind::Adam.build(config.max_grad_norm),
+            optim: OptimizerKind::Adam.build(config.max_grad_norm, &learn),
             epsilon: config.exploration.start,
             last_target_update: 0,
             rng: EmberRng::seed_from(config.seed).fork(3),

@@ -144,7 +144,7 @@ impl PolicyGradient {
             obs_dim,
             acting: ActingCopy::new(&net, act, settings.sync_every),
             net: Some(net),
-            optim: settings.optimizer.build(settings.max_grad_norm),
+            optim: settings.optimizer.build(settings.max_grad_norm, &learn),
             rng: EmberRng::seed_from(settings.seed).fork(4),
             learn,
             plain,

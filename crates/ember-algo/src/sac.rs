@@ -260,7 +260,12 @@ impl Sac {
                 &learn,
             )),
         };
-        let adam = || OptimizerKind::Adam.build(0.0);
+        let adam = || OptimizerKind::Adam.build(0.0, &learn);
+        let optim = Optimizers {
+            actor: adam(),
+            critic: Some(adam()),
+            alpha: adam(),
+        };
         let acting = ActingCopy::new(&actor, act, config.sync_every);
         let mut rng = EmberRng::seed_from(config.seed);
         Ok(Sac {
@@ -272,11 +277,7 @@ impl Sac {
             critic: Some(critic),
             target: Some(target),
             temperature: Some(temperature),
-            optim: Optimizers {
-                actor: adam(),
-                critic: Some(adam()),
-                alpha: adam(),
-            },
+            optim,
             alpha: config.init_alpha,
             target_entropy: config.target_entropy.unwrap_or(-(act_dim as f64)),
             noise_rng: rng.fork(1),

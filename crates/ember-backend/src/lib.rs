@@ -11,6 +11,7 @@
 //! - [`DeviceChecked`]: a module wrapper that rejects inputs, outputs and parameters on the
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
+//! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
 //! `scripts/setup-libtorch.sh` first), `cuda` (CubeCL).
@@ -35,6 +36,6 @@ mod threads;
 mod transfer;
 
 pub use checked::DeviceChecked;
-pub use spec::{Backend, DeviceSpec};
+pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
 pub use transfer::{inference_copy, move_to};

@@ -196,6 +196,24 @@ impl DeviceSpec {
     }
 }
 
+/// Whether `device` (with or without autodiff) is flex or ndarray: tensors in host memory,
+/// kernels on the calling thread. Host-side fused kernels (ember-algo's fused Adam) pay off
+/// only there; on libtorch or a GPU they would copy every parameter to the host and back.
+#[allow(deprecated)] // ndarray is deprecated upstream; we keep it on request
+pub fn is_host_cpu(device: &Device) -> bool {
+    let inner = device.clone().inner();
+    #[cfg(feature = "flex")]
+    if inner == Device::flex() {
+        return true;
+    }
+    #[cfg(feature = "ndarray")]
+    if inner == Device::ndarray() {
+        return true;
+    }
+    let _ = inner;
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +273,14 @@ mod tests {
             }
         }
         assert!(DeviceSpec::compiled_cpu().contains(&DeviceSpec::Flex));
+    }
+
+    #[test]
+    fn host_devices_are_flex_and_ndarray_with_or_without_autodiff() {
+        for spec in DeviceSpec::compiled_cpu() {
+            let host = !matches!(spec, DeviceSpec::TchCpu);
+            assert_eq!(is_host_cpu(&spec.device().unwrap()), host, "{spec}");
+            assert_eq!(is_host_cpu(&spec.autodiff_device().unwrap()), host, "{spec}");
+        }
     }
 }
