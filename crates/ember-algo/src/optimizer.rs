@@ -148,7 +148,11 @@ impl Optimizer for HostAdam {
             moment_1: vec![0.0; n],
             moment_2: vec![0.0; n],
         });
-        assert_eq!(state.moment_1.len(), n, "Adam state of another parameter shape");
+        assert_eq!(
+            state.moment_1.len(),
+            n,
+            "Adam state of another parameter shape"
+        );
         let grad = grad.as_slice::<f32>().expect("f32 gradient");
         let values = param.as_mut_slice::<f32>().expect("f32 parameter");
         self.update(lr as f32, values, grad, &mut state);
@@ -169,14 +173,31 @@ impl RecordState for HostAdamState {
     fn state_flatten(&self, prefix: &str, out: &mut StateSink) {
         let n = self.moment_1.len();
         out.push_tensor(prefix, "time", TensorData::new(vec![self.time as i64], [1]));
-        out.push_tensor(prefix, "moment_1", TensorData::new(self.moment_1.clone(), [n]));
-        out.push_tensor(prefix, "moment_2", TensorData::new(self.moment_2.clone(), [n]));
+        out.push_tensor(
+            prefix,
+            "moment_1",
+            TensorData::new(self.moment_1.clone(), [n]),
+        );
+        out.push_tensor(
+            prefix,
+            "moment_2",
+            TensorData::new(self.moment_2.clone(), [n]),
+        );
     }
 
     fn state_unflatten(prefix: &str, src: &mut StateSource, _device: &Device) -> Option<Self> {
-        let time = src.take_tensor(prefix, "time")?.try_into_vec::<i64>().ok()?;
-        let moment_1 = src.take_tensor(prefix, "moment_1")?.try_into_vec::<f32>().ok()?;
-        let moment_2 = src.take_tensor(prefix, "moment_2")?.try_into_vec::<f32>().ok()?;
+        let time = src
+            .take_tensor(prefix, "time")?
+            .try_into_vec::<i64>()
+            .ok()?;
+        let moment_1 = src
+            .take_tensor(prefix, "moment_1")?
+            .try_into_vec::<f32>()
+            .ok()?;
+        let moment_2 = src
+            .take_tensor(prefix, "moment_2")?
+            .try_into_vec::<f32>()
+            .ok()?;
         (moment_1.len() == moment_2.len()).then_some(HostAdamState {
             time: usize::try_from(*time.first()?).ok()?,
             moment_1,

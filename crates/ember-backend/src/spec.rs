@@ -280,7 +280,11 @@ mod tests {
         for spec in DeviceSpec::compiled_cpu() {
             let host = !matches!(spec, DeviceSpec::TchCpu);
             assert_eq!(is_host_cpu(&spec.device().unwrap()), host, "{spec}");
-            assert_eq!(is_host_cpu(&spec.autodiff_device().unwrap()), host, "{spec}");
+            assert_eq!(
+                is_host_cpu(&spec.autodiff_device().unwrap()),
+                host,
+                "{spec}"
+            );
         }
     }
 }
