@@ -8,14 +8,16 @@
 //!   over `DeviceSpec::inference_threads()` threads (the cores on flex and ndarray, as
 //!   PyTorch's intra-op threads). Reported as calls per second (criterion's elements/s with
 //!   1 element per call).
-//! - `critic_step/{backend}_b256`: forward + MSE + backward + Adam for a 23→256→256→1 critic.
+//! - `critic_step/{backend}_b256`: forward + MSE + backward + Adam for a 23→256→256→1 critic
+//!   (the learners' Adam: `OptimizerKind::Adam`, fused on the host on flex and ndarray).
 //! - `twin_critic_step/{separate,fused}_flex`: two critics trained on one loss, as two
 //!   networks or as one fused ensemble.
 
 use burn::module::Module;
-use burn::optim::{AdamConfig, GradientsParams};
+use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ember_algo::OptimizerKind;
 use ember_backend::DeviceSpec;
 use ember_core::EmberRng;
 use ember_loss::{mse, sac_critic_loss};
@@ -85,7 +87,7 @@ fn critic_step(c: &mut Criterion) {
             Tensor::<2>::from_data(TensorData::new(host(256, 23, &mut rng), [256, 23]), &device);
         let y = Tensor::<2>::from_data(TensorData::new(host(256, 1, &mut rng), [256, 1]), &device);
         let mut net = Some(MlpConfig::new([23, 256, 256, 1]).init(&device).unwrap());
-        let mut optim = AdamConfig::new().init();
+        let mut optim = OptimizerKind::Adam.build(0.0, &device);
         g.bench_function(format!("{}_b256", name(spec)), |b| {
             b.iter(|| {
                 let n = net.take().unwrap();
@@ -109,7 +111,7 @@ fn twin_critic_step(c: &mut Criterion) {
     let y = noise::standard_normal(256, 1, &mut rng, &device);
     let critic = || ContinuousQ::new(MlpConfig::new([23, 256, 256, 1]).init(&device).unwrap());
     let mut pair = Some((critic(), critic()));
-    let mut optim = AdamConfig::new().init();
+    let mut optim = OptimizerKind::Adam.build(0.0, &device);
     g.bench_function("separate_flex", |b| {
         b.iter(|| {
             let (q1, q2) = pair.take().unwrap();
@@ -126,7 +128,7 @@ fn twin_critic_step(c: &mut Criterion) {
             .init(&device)
             .unwrap(),
     );
-    let mut optim = AdamConfig::new().init();
+    let mut optim = OptimizerKind::Adam.build(0.0, &device);
     g.bench_function("fused_flex", |b| {
         b.iter(|| {
             let e = ens.take().unwrap();

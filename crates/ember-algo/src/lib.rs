@@ -16,6 +16,8 @@
 //!   the field and the allowed range.
 //! - Learners act through an [`ActingCopy`] that may live on another device than the one
 //!   they learn on, refreshed every `sync_every` updates.
+//! - [`OptimizerKind`] builds every learner's optimizer; Adam on flex and ndarray is
+//!   [`HostAdam`], burn's update in one fused pass over host memory (bit-identical).
 //!
 //! ```
 //! use ember_algo::{Dqn, DqnConfig, OffPolicyConfig, train_off_policy};
@@ -80,7 +82,7 @@ pub use evaluate::{EvalResult, evaluate};
 pub use learner::{AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, RolloutBatch};
 pub use off_policy::{OffPolicyConfig, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, train_on_policy};
-pub use optimizer::OptimizerKind;
+pub use optimizer::{HostAdam, HostAdamState, OptimizerKind};
 pub use policy_gradient::{ActorCriticNet, PolicyGradient};
 pub use reinforce::ReinforceConfig;
 pub use report::{EvalPoint, TrainReport};
