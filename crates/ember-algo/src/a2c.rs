@@ -1,12 +1,13 @@
 //! A2C (Mnih et al. 2016, synchronous): GAE(λ) advantages, value loss, entropy bonus,
 //! separate or shared trunks; SB3's defaults (RMSprop, `n_steps = 5`).
 
-use crate::config::{ActivationKind, Validate, check_hidden, check_open_closed, check_range};
+use crate::config::{Validate, check_hidden, check_open_closed, check_range};
+use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
-use burn::tensor::Device;
+use ember_nn::Activation;
 use ember_core::{Error, Result, Space};
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +18,7 @@ pub struct A2cConfig {
     /// Hidden widths of the policy and value networks (or of the shared trunk).
     pub hidden: Vec<usize>,
     /// Hidden nonlinearity.
-    pub activation: ActivationKind,
+    pub activation: Activation,
     /// One trunk with two heads instead of two networks.
     pub shared_trunk: bool,
     /// Learning rate.
@@ -46,7 +47,7 @@ impl Default for A2cConfig {
     fn default() -> Self {
         A2cConfig {
             hidden: vec![64, 64],
-            activation: ActivationKind::Tanh,
+            activation: Activation::Tanh,
             shared_trunk: false,
             learning_rate: 7e-4,
             optimizer: OptimizerKind::RmsProp,
@@ -92,20 +93,22 @@ impl A2cConfig {
         }
     }
 
-    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `learn`,
-    /// acting on `act`.
+    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `devices.learn`,
+    /// acting on `devices.act`.
+    ///
+    /// # Errors
+    /// A config value out of range, or an action space that is not `Discrete`.
     pub fn build(
         &self,
         obs_space: &Space,
         action_space: &Space,
-        learn: &Device,
-        act: &Device,
+        devices: &Devices,
     ) -> Result<PolicyGradient> {
         self.validate()?;
         let settings = PgSettings {
             name: "A2C",
             hidden: self.hidden.clone(),
-            activation: self.activation.into(),
+            activation: self.activation,
             shared_trunk: self.shared_trunk,
             value: true,
             learning_rate: self.learning_rate,
@@ -121,6 +124,6 @@ impl A2cConfig {
             sync_every: self.sync_every,
             seed: self.seed,
         };
-        PolicyGradient::new(settings, obs_space, action_space, learn, act)
+        PolicyGradient::new(settings, obs_space, action_space, devices)
     }
 }

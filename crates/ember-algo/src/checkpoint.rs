@@ -14,25 +14,29 @@ use ember_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// A learner whose networks can be written to and read from a checkpoint folder. The
-/// defaults say that the learner has no checkpoints.
+/// A learner whose networks can be written to and read from a checkpoint folder. A learner
+/// offers it to the trainers through `OffPolicyLearner::checkpoint` /
+/// `OnPolicyLearner::checkpoint`; one that does not simply has no checkpoints.
 pub trait Checkpoint {
     /// Writes every network into `dir` (an existing, empty folder), one file each.
-    fn save_networks(&self, dir: &Path) -> Result<()> {
-        Err(unsupported(dir))
-    }
+    ///
+    /// # Errors
+    /// An I/O error writing a file.
+    fn save_networks(&self, dir: &Path) -> Result<()>;
 
     /// Reads the networks that [`Checkpoint::save_networks`] wrote into `dir`. On an error
     /// the learner is left as it was.
-    fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        Err(unsupported(dir))
-    }
+    ///
+    /// # Errors
+    /// A missing, unreadable or mismatched file.
+    fn load_networks(&mut self, dir: &Path) -> Result<()>;
 }
 
-fn unsupported(dir: &Path) -> Error {
+/// The error of a trainer asked for checkpoints of a learner that has none.
+pub(crate) fn unsupported(dir: &Path) -> Error {
     Error::Unavailable {
-        what: format!("a checkpoint in {}", dir.display()),
-        hint: "this learner does not implement `Checkpoint`".into(),
+        what: format!("checkpoints in {}", dir.display()),
+        hint: "this learner returns no `Checkpoint` from its `checkpoint()` method".into(),
     }
 }
 
@@ -175,25 +179,31 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
-    pub(crate) fn new(config: &CheckpointConfig) -> Self {
-        Checkpointer {
+    /// A schedule for `config`; an error if checkpoints are asked of a learner without
+    /// them (`learner` is its `checkpoint()`).
+    pub(crate) fn new(config: &CheckpointConfig, learner: Option<&dyn Checkpoint>) -> Result<Self> {
+        if let (Some(dir), None) = (&config.dir, learner) {
+            return Err(unsupported(dir));
+        }
+        Ok(Checkpointer {
             config: config.clone(),
             next: 0,
             written: None,
-        }
+        })
     }
 
     /// Writes a checkpoint if one is due at `env_steps`. Call only after updates that
     /// succeeded.
     pub(crate) fn maybe(
         &mut self,
-        learner: &dyn Checkpoint,
+        learner: Option<&dyn Checkpoint>,
         env_steps: u64,
         updates: u64,
     ) -> Result<()> {
         let Some(dir) = &self.config.dir else {
             return Ok(());
         };
+        let learner = learner.ok_or_else(|| unsupported(dir))?;
         if env_steps < self.next || self.written == Some(env_steps) {
             return Ok(());
         }
@@ -209,7 +219,7 @@ impl Checkpointer {
     /// Writes the final checkpoint (unless the last one was taken at `env_steps`).
     pub(crate) fn finish(
         &mut self,
-        learner: &dyn Checkpoint,
+        learner: Option<&dyn Checkpoint>,
         env_steps: u64,
         updates: u64,
     ) -> Result<()> {

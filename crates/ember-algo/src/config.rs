@@ -2,29 +2,7 @@
 //! the allowed range, and TOML loading that rejects unknown fields.
 
 use ember_core::{Error, Result};
-use ember_nn::Activation;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-
-/// A hidden-layer nonlinearity as configs name it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ActivationKind {
-    /// `relu`.
-    #[default]
-    Relu,
-    /// `tanh`.
-    Tanh,
-}
-
-impl From<ActivationKind> for Activation {
-    fn from(a: ActivationKind) -> Activation {
-        match a {
-            ActivationKind::Relu => Activation::Relu,
-            ActivationKind::Tanh => Activation::Tanh,
-        }
-    }
-}
 
 /// A config that can check its own values.
 pub trait Validate {

@@ -5,16 +5,20 @@ use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
-use crate::learner::{Metrics, OffPolicyLearner};
+use crate::devices::Devices;
+use crate::learner::{Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions};
 use crate::off_policy::OffPolicyConfig;
-use crate::optimizer::OptimizerKind;
+use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::replay::ReplayConfig;
 use crate::schedule::LinearSchedule;
-use crate::tensors::{column, host_indices, index_column, matrix};
+use crate::tensors::{column, host, host_indices, index_column, matrix};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use ember_core::{Batch, EmberRng, Error, Result, Space};
-use ember_loss::{checked_loss, double_dqn_target, huber, td_target};
+use ember_loss::{
+    checked_loss, double_dqn_value, huber, huber_weighted, td_target, td_target_discounted,
+};
 use ember_nn::{DiscreteQ, MlpConfig, hard_target};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -85,6 +89,15 @@ impl Validate for DqnConfig {
 }
 
 impl DqnConfig {
+    /// The DQN learner for `obs_space` → `action_space` (a `Discrete`), learning on
+    /// `devices.learn` (autodiff added), acting on `devices.act`.
+    ///
+    /// # Errors
+    /// A config value out of range, or an action space that is not `Discrete`.
+    pub fn build(&self, obs_space: &Space, action_space: &Space, devices: &Devices) -> Result<Dqn> {
+        Dqn::new(self, obs_space, action_space, devices)
+    }
+
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
     /// Known: `CartPole-v1`, `Acrobot-v1` (zoo's `gradient_steps: -1` with one env is 4
     /// updates per 4 steps).
@@ -104,7 +117,10 @@ impl DqnConfig {
                 },
                 OffPolicyConfig {
                     total_steps: 50_000,
-                    buffer_size: 100_000,
+                    replay: ReplayConfig {
+                        capacity: 100_000,
+                        ..ReplayConfig::default()
+                    },
                     learning_starts: 1000,
                     batch_size: 64,
                     train_freq: 256,
@@ -126,7 +142,10 @@ impl DqnConfig {
                 },
                 OffPolicyConfig {
                     total_steps: 100_000,
-                    buffer_size: 50_000,
+                    replay: ReplayConfig {
+                        capacity: 50_000,
+                        ..ReplayConfig::default()
+                    },
                     learning_starts: 0,
                     batch_size: 128,
                     train_freq: 4,
@@ -150,13 +169,14 @@ pub struct Dqn {
     actions: usize,
     learn: Device,
     plain: Device,
-    q: Option<DiscreteQ>,
+    q: DiscreteQ,
     target: DiscreteQ,
     optim: ModuleOptimizer,
     epsilon: f64,
     last_target_update: u64,
     rng: EmberRng,
     acting: ActingCopy<DiscreteQ>,
+    progress: Progress,
 }
 
 impl std::fmt::Debug for Dqn {
@@ -169,14 +189,11 @@ impl std::fmt::Debug for Dqn {
 }
 
 impl Dqn {
-    /// Builds the Q network for `obs_space` → `action_space` (a `Discrete`); learns on
-    /// `learn` (autodiff added), acts on `act`.
-    pub fn new(
+    fn new(
         config: &DqnConfig,
         obs_space: &Space,
         action_space: &Space,
-        learn: &Device,
-        act: &Device,
+        devices: &Devices,
     ) -> Result<Dqn> {
         config.validate()?;
         let Space::Discrete(d) = action_space else {
@@ -187,7 +204,7 @@ impl Dqn {
             ));
         };
         let obs_dim = obs_space.flat_dim();
-        let (plain, learn) = crate::tensors::learner_devices(learn, config.seed);
+        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
         let mut sizes = vec![obs_dim];
         sizes.extend(&config.hidden);
         sizes.push(d.n());
@@ -196,8 +213,9 @@ impl Dqn {
             obs_dim,
             actions: d.n(),
             target: hard_target(&q),
-            acting: ActingCopy::new(&q, act, config.sync_every),
-            q: Some(q),
+            acting: ActingCopy::new(&q, &devices.act, config.sync_every),
+            q,
+            progress: Progress::default(),
             optim: OptimizerKind::Adam.build(config.max_grad_norm, &learn),
             epsilon: config.exploration.start,
             last_target_update: 0,
@@ -215,22 +233,22 @@ impl Dqn {
 
     /// The online Q network.
     pub fn q(&self) -> &DiscreteQ {
-        self.q.as_ref().expect("q present between updates")
+        &self.q
     }
 }
 
 impl Checkpoint for Dqn {
     /// `q` and `target_q` safetensors files.
     fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(self.q.as_ref().expect("q present"), dir, "q")?;
+        save_module(&self.q, dir, "q")?;
         save_module(&self.target, dir, "target_q")
     }
 
     fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let q = load_module(self.q.clone().expect("q present"), dir, "q")?;
-        self.target = load_module(self.target.clone(), dir, "target_q")?;
+        let q = load_module(self.q.clone(), dir, "q")?;
+        let target = load_module(self.target.clone(), dir, "target_q")?;
         self.acting.refresh(&q);
-        self.q = Some(q);
+        (self.q, self.target) = (q, target);
         Ok(())
     }
 }
@@ -257,42 +275,49 @@ impl Agent for Dqn {
 }
 
 impl OffPolicyLearner for Dqn {
-    fn update(&mut self, batch: &Batch, step: u64) -> Result<Metrics> {
-        Error::check_len("batch observation width", self.obs_dim, batch.obs_dim)?;
-        Error::check_len("batch action width", 1, batch.act_dim)?;
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        batch.check(self.obs_dim, 1)?;
+        check_discrete_actions("batch.action", &batch.action, self.actions)?;
         let (b, o) = (batch.len, self.obs_dim);
-        let q = self.q.as_ref().expect("q present");
         let next_obs = matrix(&batch.next_obs, b, o, &self.plain);
         let reward = column(&batch.reward, &self.plain);
         let terminated = column(&batch.terminated, &self.plain);
         let next_target = self.target.forward(next_obs.clone());
-        let y = if self.config.double_q {
-            let next_online = q.valid().forward(next_obs);
-            double_dqn_target(
-                reward,
-                terminated,
-                next_online,
-                next_target,
-                self.config.gamma,
-            )
+        let value = if self.config.double_q {
+            double_dqn_value(self.q.valid().forward(next_obs), next_target)
         } else {
-            let best = next_target.max_dim(1);
-            td_target(reward, terminated, best, self.config.gamma)
+            next_target.max_dim(1)
         };
-        let q_taken = q
+        let y = if batch.discount.is_empty() {
+            td_target(reward, terminated, value, self.config.gamma)
+        } else {
+            let discount = column(&batch.discount, &self.plain);
+            td_target_discounted(reward, terminated, value, discount)
+        };
+        let y = Tensor::from_inner(y);
+        let q_taken = self
+            .q
             .forward(matrix(&batch.obs, b, o, &self.learn))
             .gather(1, index_column(&batch.action, &self.learn));
-        let loss = huber(q_taken, Tensor::from_inner(y), self.config.huber_delta);
+        let td_errors = host((q_taken.clone().detach() - y.clone()).abs());
+        let loss = if batch.unweighted() {
+            huber(q_taken, y, self.config.huber_delta)
+        } else {
+            let w = column(&batch.weights, &self.learn);
+            huber_weighted(q_taken, y, self.config.huber_delta, w)
+        };
         let value = checked_loss("DQN loss", &loss, step)?;
-        let grads = GradientsParams::from_grads(loss.backward(), q);
-        let q = self.q.take().expect("q present");
-        let q = self.optim.step(self.config.learning_rate, q, grads);
-        self.acting.after_update(&q);
-        self.q = Some(q);
+        let grads = GradientsParams::from_grads(loss.backward(), &self.q);
+        crate::faults::site("dqn.step");
+        step_in_place(&mut self.optim, self.config.learning_rate, &mut self.q, grads);
+        self.acting.after_update(&self.q);
         let mut m = Metrics::default();
         m.push("loss", value);
         m.push("epsilon", self.epsilon);
-        Ok(m)
+        Ok(Update {
+            metrics: m,
+            td_errors: Some(td_errors),
+        })
     }
 
     fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
@@ -300,9 +325,24 @@ impl OffPolicyLearner for Dqn {
             .config
             .exploration
             .value(env_steps as f64 / total_steps.max(1) as f64);
-        if env_steps - self.last_target_update >= self.config.target_update_interval {
-            self.target = hard_target(self.q());
+        // Saturating: a caller may count env steps from zero again.
+        if env_steps.saturating_sub(self.last_target_update) >= self.config.target_update_interval
+            || env_steps < self.last_target_update
+        {
+            self.target = hard_target(&self.q);
             self.last_target_update = env_steps;
         }
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        Some(self.config.gamma)
+    }
+
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        Some(self)
     }
 }

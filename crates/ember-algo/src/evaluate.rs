@@ -1,7 +1,8 @@
 //! Evaluation: deterministic episodes on a fresh environment.
 
 use crate::agent::{ActionBuf, Agent};
-use ember_core::{Error, Result};
+use ember_core::{Env, Error, Result};
+use ember_env::EnvFactory;
 
 /// Returns of evaluation episodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,18 +20,36 @@ impl EvalResult {
     }
 }
 
-/// Runs `episodes` deterministic episodes of `env_id` (made by [`ember_env::make`], time
-/// limit included); episode `i` is reset with seed `seed + i`.
+/// Runs `episodes` deterministic episodes on a fresh environment from `env` (a factory:
+/// `ember_env::factory("Pendulum-v1")?`, or a closure making the user's own environment);
+/// episode `i` is reset with seed `seed + i`. The environment must end its episodes
+/// (a time limit) for this to return.
+///
+/// # Errors
+/// Zero episodes, an observation width other than the agent's, or an error of the
+/// environment or the agent.
 pub fn evaluate(
     agent: &mut dyn Agent,
-    env_id: &str,
+    env: &dyn EnvFactory,
     episodes: usize,
     seed: u64,
 ) -> Result<EvalResult> {
     if episodes == 0 {
         return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
     }
-    let mut env = ember_env::make(env_id)?;
+    evaluate_env(agent, env.make()?.as_mut(), episodes, seed)
+}
+
+/// [`evaluate`] on an environment the caller made.
+///
+/// # Errors
+/// As [`evaluate`].
+pub fn evaluate_env(
+    agent: &mut dyn Agent,
+    env: &mut dyn Env,
+    episodes: usize,
+    seed: u64,
+) -> Result<EvalResult> {
     let mut actions = ActionBuf::for_space(env.action_space());
     let act_dim = env.action_space().flat_dim();
     let mut obs = vec![0.0; env.observation_space().flat_dim()];
@@ -56,4 +75,31 @@ pub fn evaluate(
         result.lengths.push(len);
     }
     Ok(result)
+}
+
+/// Checks, before a training run, that environments from `eval` have the training
+/// environment's spaces (so that a wrong factory fails at once, not after the budget).
+///
+/// # Errors
+/// The factory's own error, or [`Error::InvalidArgument`] naming the space that differs.
+pub(crate) fn check_eval_env(
+    train: &dyn ember_env::VecEnv,
+    eval: &dyn EnvFactory,
+) -> Result<()> {
+    let env = eval.make()?;
+    if env.observation_space() != train.single_observation_space() {
+        return Err(Error::invalid(
+            "evaluation environment observation space",
+            env.observation_space(),
+            format!("the training environment's {}", train.single_observation_space()),
+        ));
+    }
+    if env.action_space() != train.single_action_space() {
+        return Err(Error::invalid(
+            "evaluation environment action space",
+            env.action_space(),
+            format!("the training environment's {}", train.single_action_space()),
+        ));
+    }
+    Ok(())
 }

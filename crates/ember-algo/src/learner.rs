@@ -1,8 +1,9 @@
-//! What learns: [`Learner`]s for the two trainer families, and the [`Metrics`] they report.
+//! What learns: learners for the two trainer families, the [`Metrics`] and TD errors they
+//! report, and the [`Progress`] they carry from one training call to the next.
 
 use crate::agent::Agent;
 use crate::checkpoint::Checkpoint;
-use ember_core::{Batch, Result};
+use ember_core::{Batch, Error, Result};
 
 /// Named scalar metrics of one update (`critic_loss`, `alpha`, …), in a fixed order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -20,17 +21,63 @@ impl Metrics {
     }
 }
 
+/// How far a learner has been trained, over every training call: the trainers read it at
+/// the start of a call and add to it, so that a second call continues counters and
+/// schedules instead of starting them again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Env steps collected for this learner (all sub-environments).
+    pub env_steps: u64,
+    /// Updates made (successful ones only).
+    pub updates: u64,
+}
+
+/// What one off-policy update hands back to the trainer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Update {
+    /// Named scalars of the update.
+    pub metrics: Metrics,
+    /// `|TD error|` per batch row (before the update), which the trainer writes back as
+    /// priorities when the replay sampler uses them; `None` from learners without TD
+    /// errors (they cannot train with prioritized replay).
+    pub td_errors: Option<Vec<f32>>,
+}
+
 /// A learner for the off-policy trainer: one update from a replay batch. It is also the
 /// agent that collects experience (through an acting copy that may live on another device).
-pub trait OffPolicyLearner: Agent + Checkpoint {
-    /// One gradient update from `batch`; `step` is the update count (used in error
-    /// messages). A NaN or infinite loss is an [`ember_core::Error::Diverged`] naming the
-    /// loss and the step, returned before any parameter changes.
-    fn update(&mut self, batch: &Batch, step: u64) -> Result<Metrics>;
+///
+/// Contract: an update that returns an error (a bad batch, a NaN loss) leaves the learner
+/// exactly as it was, and usable; the trainers also turn a panic inside `update` into an
+/// [`Error::Panicked`].
+pub trait OffPolicyLearner: Agent {
+    /// One gradient update from `batch` (weight the TD losses by `batch.weights` when they
+    /// are not all 1; bootstrap with `batch.discount` when it is not empty); `step` is the
+    /// number of updates made before this one (for schedules and error messages).
+    ///
+    /// # Errors
+    /// A batch that does not fit the learner ([`Batch::check`]), and a NaN or infinite loss
+    /// ([`Error::Diverged`], returned before any parameter changes).
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update>;
 
-    /// Called after every vector step with the number of env steps so far and the planned
-    /// total (exploration schedules, step-counted target updates). Default: nothing.
+    /// Called after every vector step with the number of env steps so far (over every
+    /// training call) and the planned total (exploration schedules, step-counted target
+    /// updates). Default: nothing.
     fn on_env_steps(&mut self, _env_steps: u64, _total_steps: u64) {}
+
+    /// The learner's counters, which the trainers advance.
+    fn progress(&mut self) -> &mut Progress;
+
+    /// The discount γ the learner bootstraps with, if it has one: the trainer checks that
+    /// n-step returns use the same.
+    fn gamma(&self) -> Option<f64> {
+        None
+    }
+
+    /// The learner's networks as a [`Checkpoint`], if it can write them (the trainers
+    /// refuse a checkpoint config up front otherwise). Default: `None`.
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        None
+    }
 }
 
 /// How the on-policy trainer turns a rollout into advantages.
@@ -70,15 +117,82 @@ pub struct RolloutBatch {
     pub returns: Vec<f32>,
 }
 
-/// A learner for the on-policy trainer: one update from a rollout.
-pub trait OnPolicyLearner: Agent + Checkpoint {
+impl RolloutBatch {
+    /// Checks that this rollout fits a learner of the given widths: `len` rows in every
+    /// column, all values finite. The error names the offending field (and row).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a length mismatch, [`Error::NonFinite`] for a NaN or infinity,
+    /// [`Error::InvalidArgument`] for an empty rollout.
+    pub fn check(&self, obs_dim: usize, act_dim: usize) -> Result<()> {
+        if self.len == 0 {
+            return Err(Error::invalid("rollout.len", 0, ">= 1"));
+        }
+        let n = self.len;
+        Error::check_len("rollout.obs (len × obs_dim)", n * obs_dim, self.obs.len())?;
+        Error::check_len("rollout.actions (len × act_dim)", n * act_dim, self.actions.len())?;
+        Error::check_len("rollout.advantages", n, self.advantages.len())?;
+        Error::check_len("rollout.returns", n, self.returns.len())?;
+        for (name, values, width) in [
+            ("rollout.obs", &self.obs, obs_dim),
+            ("rollout.actions", &self.actions, act_dim),
+            ("rollout.advantages", &self.advantages, 1),
+            ("rollout.returns", &self.returns, 1),
+        ] {
+            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+                return Err(Error::NonFinite {
+                    name: format!("{name}[row {}]", i / width.max(1)),
+                    value: values[i] as f64,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks that every stored discrete action (an `f32` per row) is an integer in
+/// `0..actions`; the error names `field` and the row.
+///
+/// # Errors
+/// [`Error::InvalidAction`] for the first action out of range.
+pub fn check_discrete_actions(field: &str, actions: &[f32], n: usize) -> Result<()> {
+    match actions
+        .iter()
+        .position(|&a| !(a >= 0.0 && a < n as f32 && a.fract() == 0.0))
+    {
+        None => Ok(()),
+        Some(i) => Err(Error::InvalidAction {
+            action: format!("{} ({field}[{i}])", actions[i]),
+            space: format!("Discrete({n})"),
+        }),
+    }
+}
+
+/// A learner for the on-policy trainer: one update from a rollout. The same contract as
+/// [`OffPolicyLearner`]: an error leaves it unchanged and usable.
+pub trait OnPolicyLearner: Agent {
     /// How advantages are computed for this learner.
     fn advantage_mode(&self) -> AdvantageMode;
 
     /// Value estimates `V(s)` for the observation rows of `obs` (`batch × obs_dim`), or
     /// `None` for a learner without a critic.
+    ///
+    /// # Errors
+    /// Observations whose length is not a multiple of the observation width.
     fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>>;
 
-    /// One update from a rollout; `step` is the update count.
+    /// One update from a rollout; `step` is the number of updates made before this one.
+    ///
+    /// # Errors
+    /// A rollout that does not fit the learner ([`RolloutBatch::check`], actions out of
+    /// range), and a NaN or infinite loss (before any parameter changes).
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics>;
+
+    /// The learner's counters, which the trainers advance.
+    fn progress(&mut self) -> &mut Progress;
+
+    /// The learner's networks as a [`Checkpoint`], if it can write them. Default: `None`.
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        None
+    }
 }

@@ -8,7 +8,7 @@ use crate::config::{Validate, check_positive};
 use crate::learner::{AdvantageMode, OnPolicyLearner, RolloutBatch};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::{Error, Result};
-use ember_env::VecEnv;
+use ember_env::{EnvFactory, VecEnv};
 use ember_loss::{Rollout, discounted_returns, gae};
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OnPolicyConfig {
-    /// Env steps to collect (all sub-environments together).
+    /// Env steps to collect in this training call (all sub-environments together).
     pub total_steps: u64,
     /// Steps per sub-environment in one rollout.
     pub n_steps: usize,
@@ -80,18 +80,25 @@ impl RolloutBuffer {
 }
 
 /// Trains `learner` on `env` for `config.total_steps` env steps, one update per rollout;
-/// evaluates on fresh `eval_env` environments (a registry id) every `config.eval_every`
-/// steps and at the end.
+/// evaluates on fresh environments from `eval_env` every `config.eval_every` steps and at
+/// the end. Counters continue over calls (the learner's [`crate::Progress`]); the first
+/// error (an env error, a diverged loss, a panic in the learner, caught) stops training and
+/// is returned, the learner left as after its last successful update.
+///
+/// # Errors
+/// See above; and, before any step, a width or space mismatch between the env, the
+/// evaluation env and the learner, or checkpoints asked of a learner without them.
 pub fn train_on_policy<L: OnPolicyLearner>(
     learner: &mut L,
     env: &mut dyn VecEnv,
-    eval_env: &str,
+    eval_env: &dyn EnvFactory,
     config: &OnPolicyConfig,
 ) -> Result<TrainReport> {
     config.validate()?;
     let n = env.num_envs();
     let obs_dim = env.single_observation_space().flat_dim();
     Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
+    crate::evaluate::check_eval_env(env, eval_env)?;
     let space = env.single_action_space().clone();
     let act_dim = stored_action_dim(&space);
     let mut actions = ActionBuf::for_space(&space);
@@ -109,13 +116,14 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         config.eval_every,
         config.target_return,
     );
-    let mut checkpoints = Checkpointer::new(&config.checkpoint);
-    checkpoints.maybe(learner, 0, 0)?;
+    let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+    let updates = learner.progress().updates;
+    checkpoints.maybe(learner.checkpoint(), 0, updates)?;
     while report.env_steps < config.total_steps {
         buf.clear();
         for _ in 0..config.n_steps {
             buf.obs.extend_from_slice(&obs);
-            learner.act(&obs, true, &mut actions)?;
+            Error::catch(|| "the learner's act".into(), || learner.act(&obs, true, &mut actions))?;
             let step = env.step(actions.as_vec_actions())?;
             for (i, resetting) in resetting.iter_mut().enumerate() {
                 actions.write_row(i, act_dim, &mut row);
@@ -134,7 +142,8 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         }
         buf.obs.extend_from_slice(&obs);
         report.env_steps += (n * config.n_steps) as u64;
-        let values = learner.values(&buf.obs)?;
+        learner.progress().env_steps += (n * config.n_steps) as u64;
+        let values = Error::catch(|| "the learner's values".into(), || learner.values(&buf.obs))?;
         advantages(
             learner.advantage_mode(),
             &buf,
@@ -145,15 +154,23 @@ pub fn train_on_policy<L: OnPolicyLearner>(
             &mut batch,
         )?;
         if batch.len > 0 {
-            report.last_metrics = learner.update(&batch, report.updates)?;
+            let step = learner.progress().updates;
+            report.last_metrics = Error::catch(
+                || format!("the learner's update {step}"),
+                || learner.update(&batch, step),
+            )?;
+            learner.progress().updates += 1;
             report.updates += 1;
         }
-        checkpoints.maybe(learner, report.env_steps, report.updates)?;
+        let updates = learner.progress().updates;
+        checkpoints.maybe(learner.checkpoint(), report.env_steps, updates)?;
         if evals.maybe(learner, &mut report)? {
             break;
         }
     }
-    checkpoints.finish(learner, report.env_steps, report.updates)?;
+    let updates = learner.progress().updates;
+    checkpoints.finish(learner.checkpoint(), report.env_steps, updates)?;
+    report.progress = *learner.progress();
     evals.finish(learner, report, &episodes)
 }
 

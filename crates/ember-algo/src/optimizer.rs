@@ -5,8 +5,9 @@
 //! libtorch and GPUs burn's `Adam` runs where the tensors are.
 
 use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::module::Module;
 use burn::optim::{
-    AdamConfig, LearningRate, ModuleOptimizer, Optimizer, RecordState, RmsPropConfig, StateSink,
+    AdamConfig, GradientsParams, LearningRate, ModuleOptimizer, Optimizer, RecordState, RmsPropConfig, StateSink,
     StateSource,
 };
 use burn::tensor::{DType, Device, Tensor, TensorData};
@@ -18,6 +19,19 @@ const BETA_1: f32 = 0.9;
 const BETA_2: f32 = 0.999;
 /// Adam's ε (PyTorch's default).
 const EPSILON: f32 = 1e-8;
+
+/// Steps `module` in place: `*module = optim.step(lr, module, grads)` without ever taking
+/// the module out of its owner. The step works on a clone (parameters are shared handles,
+/// so this copies no weights); if it panics, `module` is left as it was, and the learner
+/// holding it stays usable.
+pub fn step_in_place<M: Module>(
+    optim: &mut ModuleOptimizer,
+    lr: f64,
+    module: &mut M,
+    grads: GradientsParams,
+) {
+    *module = optim.step(lr, module.clone(), grads);
+}
 
 /// Which optimizer an algorithm uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,58 +1,24 @@
 //! The policy-gradient learner behind A2C and REINFORCE: a categorical policy with an
-//! optional value head (separate network or shared trunk), trained on the on-policy
-//! trainer's advantages with an entropy bonus. A2C and REINFORCE are configs of it
+//! optional value head (an [`ActorCriticNet`]: separate networks or a shared trunk),
+//! trained on the on-policy trainer's advantages with an entropy bonus. A2C and REINFORCE are configs of it
 //! ([`crate::A2cConfig`], [`crate::ReinforceConfig`]).
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::{Checkpoint, load_module, save_module};
-use crate::learner::{AdvantageMode, Metrics, OnPolicyLearner, RolloutBatch};
-use crate::optimizer::OptimizerKind;
+use crate::devices::Devices;
+use crate::learner::{
+    AdvantageMode, Metrics, OnPolicyLearner, Progress, RolloutBatch, check_discrete_actions,
+};
+use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::tensors::{column, host, index_vector, matrix};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 use ember_core::{EmberRng, Error, Result, Space};
 use ember_loss::{checked_loss, entropy_loss, mse, policy_gradient_loss};
-use ember_nn::{Activation, Mlp, MlpConfig, evaluate_logits};
+use ember_nn::{Activation, ActorCriticNet, ActorCriticNetConfig, evaluate_logits};
 use std::path::Path;
-
-/// Logits and (optionally) state values from one network: separate MLPs, or heads on a
-/// shared trunk.
-#[derive(Module, Debug)]
-pub struct ActorCriticNet {
-    /// Shared hidden layers (`None` when policy and value are separate networks).
-    pub trunk: Option<Mlp>,
-    /// Logit head (the whole policy network when there is no trunk).
-    pub policy: Mlp,
-    /// Value head (the whole value network when there is no trunk); `None` without critic.
-    pub value: Option<Mlp>,
-    /// Nonlinearity applied after the trunk.
-    #[module(skip)]
-    pub activation: Activation,
-}
-
-impl ActorCriticNet {
-    fn features(&self, obs: Tensor<2>) -> Tensor<2> {
-        match &self.trunk {
-            Some(t) => self.activation.apply(t.forward(obs)),
-            None => obs,
-        }
-    }
-
-    /// Logits `[batch, actions]` and values `[batch, 1]`.
-    pub fn forward(&self, obs: Tensor<2>) -> (Tensor<2>, Option<Tensor<2>>) {
-        let features = self.features(obs);
-        let values = self.value.as_ref().map(|v| v.forward(features.clone()));
-        (self.policy.forward(features), values)
-    }
-
-    /// Values `[batch, 1]` alone (`None` without a value head).
-    pub fn values(&self, obs: Tensor<2>) -> Option<Tensor<2>> {
-        let value = self.value.as_ref()?;
-        Some(value.forward(self.features(obs)))
-    }
-}
 
 /// Everything that distinguishes A2C from REINFORCE, as the learner needs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,10 +45,12 @@ pub struct PolicyGradient {
     obs_dim: usize,
     learn: Device,
     plain: Device,
-    net: Option<ActorCriticNet>,
+    actions: usize,
+    net: ActorCriticNet,
     optim: ModuleOptimizer,
     rng: EmberRng,
     acting: ActingCopy<ActorCriticNet>,
+    progress: Progress,
 }
 
 impl std::fmt::Debug for PolicyGradient {
@@ -98,8 +66,7 @@ impl PolicyGradient {
         settings: PgSettings,
         obs_space: &Space,
         action_space: &Space,
-        learn: &Device,
-        act: &Device,
+        devices: &Devices,
     ) -> Result<PolicyGradient> {
         let Space::Discrete(d) = action_space else {
             return Err(Error::invalid(
@@ -109,43 +76,24 @@ impl PolicyGradient {
             ));
         };
         let obs_dim = obs_space.flat_dim();
-        let (plain, learn) = crate::tensors::learner_devices(learn, settings.seed);
-        let mlp = |sizes: Vec<usize>| {
-            MlpConfig::new(sizes)
-                .with_activation(settings.activation)
-                .init(&learn)
-        };
-        let h = &settings.hidden;
-        let last = *h.last().expect("validated: at least one hidden layer");
-        let net = if settings.shared_trunk {
-            ActorCriticNet {
-                trunk: Some(mlp([&[obs_dim][..], h].concat())?),
-                policy: mlp(vec![last, d.n()])?,
-                value: if settings.value {
-                    Some(mlp(vec![last, 1])?)
-                } else {
-                    None
-                },
-                activation: settings.activation,
-            }
-        } else {
-            ActorCriticNet {
-                trunk: None,
-                policy: mlp([&[obs_dim][..], h, &[d.n()]].concat())?,
-                value: if settings.value {
-                    Some(mlp([&[obs_dim][..], h, &[1]].concat())?)
-                } else {
-                    None
-                },
-                activation: settings.activation,
-            }
-        };
+        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, settings.seed);
+        let net = ActorCriticNetConfig {
+            obs_dim,
+            actions: d.n(),
+            hidden: settings.hidden.clone(),
+            activation: settings.activation,
+            shared_trunk: settings.shared_trunk,
+            value: settings.value,
+        }
+        .init(&learn)?;
         Ok(PolicyGradient {
             obs_dim,
-            acting: ActingCopy::new(&net, act, settings.sync_every),
-            net: Some(net),
+            actions: d.n(),
+            acting: ActingCopy::new(&net, &devices.act, settings.sync_every),
+            net,
             optim: settings.optimizer.build(settings.max_grad_norm, &learn),
             rng: EmberRng::seed_from(settings.seed).fork(4),
+            progress: Progress::default(),
             learn,
             plain,
             settings,
@@ -154,7 +102,7 @@ impl PolicyGradient {
 
     /// The network being trained.
     pub fn net(&self) -> &ActorCriticNet {
-        self.net.as_ref().expect("net present between updates")
+        &self.net
     }
 }
 
@@ -192,13 +140,13 @@ fn argmax_rows(logits: &[f32], k: usize, out: &mut Vec<usize>) {
 impl Checkpoint for PolicyGradient {
     /// One `actor_critic` safetensors file.
     fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(self.net(), dir, "actor_critic")
+        save_module(&self.net, dir, "actor_critic")
     }
 
     fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let net = load_module(self.net().clone(), dir, "actor_critic")?;
+        let net = load_module(self.net.clone(), dir, "actor_critic")?;
         self.acting.refresh(&net);
-        self.net = Some(net);
+        self.net = net;
         Ok(())
     }
 }
@@ -230,10 +178,12 @@ impl OnPolicyLearner for PolicyGradient {
 
     fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, &self.plain)?;
-        Ok(self.net().valid().values(x).map(host))
+        Ok(self.net.valid().values(x).map(host))
     }
 
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        batch.check(self.obs_dim, 1)?;
+        check_discrete_actions("rollout.actions", &batch.actions, self.actions)?;
         let s = &self.settings;
         let n = batch.len;
         let mut adv = batch.advantages.clone();
@@ -243,8 +193,7 @@ impl OnPolicyLearner for PolicyGradient {
             let scale = 1.0 / (var.sqrt() + 1e-8);
             adv.iter_mut().for_each(|a| *a = (*a - mean) * scale);
         }
-        let net = self.net.as_ref().expect("net present");
-        let (logits, values) = net.forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
+        let (logits, values) = self.net.forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
         let (log_prob, entropy) =
             evaluate_logits(logits, index_vector(&batch.actions, &self.learn));
         let entropy_value = entropy.clone().mean().into_scalar::<f64>();
@@ -262,12 +211,19 @@ impl OnPolicyLearner for PolicyGradient {
         }
         checked_loss(&format!("{} loss", s.name), &total, step)?;
         m.push("entropy", entropy_value);
-        let grads = GradientsParams::from_grads(total.backward(), net);
-        let net = self.net.take().expect("net present");
-        let net = self.optim.step(s.learning_rate, net, grads);
-        self.acting.after_update(&net);
-        self.net = Some(net);
+        let grads = GradientsParams::from_grads(total.backward(), &self.net);
+        crate::faults::site("policy_gradient.step");
+        step_in_place(&mut self.optim, s.learning_rate, &mut self.net, grads);
+        self.acting.after_update(&self.net);
         Ok(m)
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        Some(self)
     }
 }
 

@@ -1,11 +1,12 @@
 //! REINFORCE (Williams 1992): Monte-Carlo returns of complete episodes, optionally minus a
 //! learnt value baseline, with standardised advantages and an entropy bonus.
 
-use crate::config::{ActivationKind, Validate, check_hidden, check_open_closed, check_range};
+use crate::config::{Validate, check_hidden, check_open_closed, check_range};
+use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
-use burn::tensor::Device;
+use ember_nn::Activation;
 use ember_core::{Result, Space};
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,7 @@ pub struct ReinforceConfig {
     /// Hidden widths of the policy (and baseline) networks.
     pub hidden: Vec<usize>,
     /// Hidden nonlinearity.
-    pub activation: ActivationKind,
+    pub activation: Activation,
     /// Learn a value baseline and subtract it from the returns.
     pub baseline: bool,
     /// Learning rate.
@@ -43,7 +44,7 @@ impl Default for ReinforceConfig {
     fn default() -> Self {
         ReinforceConfig {
             hidden: vec![64, 64],
-            activation: ActivationKind::Tanh,
+            activation: Activation::Tanh,
             baseline: true,
             learning_rate: 3e-3,
             optimizer: OptimizerKind::Adam,
@@ -70,22 +71,24 @@ impl Validate for ReinforceConfig {
 }
 
 impl ReinforceConfig {
-    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `learn`,
-    /// acting on `act`. Train it with rollouts long enough to contain whole episodes
+    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `devices.learn`,
+    /// acting on `devices.act`.
+    ///
+    /// # Errors
+    /// A config value out of range, or an action space that is not `Discrete`. Train it with rollouts long enough to contain whole episodes
     /// (`n_steps` ≥ the episode limit): steps whose episode does not end inside a rollout
     /// are dropped.
     pub fn build(
         &self,
         obs_space: &Space,
         action_space: &Space,
-        learn: &Device,
-        act: &Device,
+        devices: &Devices,
     ) -> Result<PolicyGradient> {
         self.validate()?;
         let settings = PgSettings {
             name: "REINFORCE",
             hidden: self.hidden.clone(),
-            activation: self.activation.into(),
+            activation: self.activation,
             shared_trunk: false,
             value: self.baseline,
             learning_rate: self.learning_rate,
@@ -101,6 +104,6 @@ impl ReinforceConfig {
             sync_every: self.sync_every,
             seed: self.seed,
         };
-        PolicyGradient::new(settings, obs_space, action_space, learn, act)
+        PolicyGradient::new(settings, obs_space, action_space, devices)
     }
 }

@@ -1,6 +1,7 @@
 //! What a training run reports.
 
-use crate::learner::Metrics;
+use crate::learner::{Metrics, Progress};
+use ember_env::EnvFactory;
 
 /// One evaluation during training.
 #[derive(Clone, Debug, PartialEq)]
@@ -11,7 +12,8 @@ pub struct EvalPoint {
     pub mean_return: f64,
 }
 
-/// The outcome of a training run.
+/// The outcome of one training call (counts are of this call; the learner's totals over
+/// every call are in `progress`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TrainReport {
     /// Env steps collected (all sub-environments).
@@ -26,6 +28,11 @@ pub struct TrainReport {
     pub evals: Vec<EvalPoint>,
     /// Metrics of the last update.
     pub last_metrics: Metrics,
+    /// Rounds of updates skipped because the sampler could not yet draw a batch (e.g.
+    /// return-weighted replay before `batch_size` transitions have non-zero weight).
+    pub sample_waits: u64,
+    /// The learner's counters after this call, over every call.
+    pub progress: Progress,
     /// Wall-clock seconds.
     pub wall_secs: f64,
 }
@@ -77,7 +84,7 @@ impl EpisodeTracker {
 
 /// When and how the trainers evaluate: every `every` env steps and once at the end.
 pub(crate) struct EvalSchedule<'a> {
-    env_id: &'a str,
+    env: &'a dyn EnvFactory,
     episodes: usize,
     seed: u64,
     every: u64,
@@ -87,17 +94,17 @@ pub(crate) struct EvalSchedule<'a> {
 }
 
 impl<'a> EvalSchedule<'a> {
-    /// Evaluates `episodes` episodes of `env_id` every `every` env steps (0: only at the
-    /// end); with a `target`, training may stop once an evaluation reaches it.
+    /// Evaluates `episodes` episodes of environments from `env` every `every` env steps (0:
+    /// only at the end); with a `target`, training may stop once an evaluation reaches it.
     pub(crate) fn new(
-        env_id: &'a str,
+        env: &'a dyn EnvFactory,
         episodes: usize,
         seed: u64,
         every: u64,
         target: Option<f64>,
     ) -> Self {
         EvalSchedule {
-            env_id,
+            env,
             episodes,
             seed,
             every,
@@ -145,7 +152,7 @@ impl<'a> EvalSchedule<'a> {
         report: &mut TrainReport,
     ) -> ember_core::Result<()> {
         let seed = self.seed.wrapping_add(1_000_000);
-        let result = crate::evaluate::evaluate(agent, self.env_id, self.episodes, seed)?;
+        let result = crate::evaluate::evaluate(agent, self.env, self.episodes, seed)?;
         report.evals.push(EvalPoint {
             env_steps: report.env_steps,
             mean_return: result.mean_return(),

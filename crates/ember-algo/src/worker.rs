@@ -1,7 +1,8 @@
 //! A helper thread kept for a learner's lifetime, so that a parallel update pays no thread
 //! start-up (≈ 0.35 ms per spawned thread here, with a cold allocator heap) on every step.
 
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use ember_core::{Error, Result};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
@@ -18,8 +19,8 @@ pub(crate) struct Worker {
 pub(crate) struct Pending<R>(Receiver<std::thread::Result<R>>);
 
 impl Worker {
-    /// Starts the thread, named `name`.
-    pub(crate) fn spawn(name: &str) -> Worker {
+    /// Starts the thread, named `name`; an error if the system cannot start a thread.
+    pub(crate) fn spawn(name: &str) -> Result<Worker> {
         let (jobs, queue) = channel::<Job>();
         let thread = std::thread::Builder::new()
             .name(name.to_string())
@@ -28,15 +29,18 @@ impl Worker {
                     job();
                 }
             })
-            .expect("spawning a learner worker thread");
-        Worker {
+            .map_err(|e| Error::Unavailable {
+                what: format!("a `{name}` worker thread"),
+                hint: format!("the system refused to start a thread: {e}"),
+            })?;
+        Ok(Worker {
             jobs: Some(jobs),
             thread: Some(thread),
-        }
+        })
     }
 
-    /// Runs `f` on the worker thread; [`Pending::wait`] returns its result (or re-raises
-    /// its panic on the caller's thread).
+    /// Runs `f` on the worker thread; [`Pending::wait`] returns its result (a panic in
+    /// `f` becomes an [`Error::Panicked`]).
     pub(crate) fn submit<R, F>(&self, f: F) -> Pending<R>
     where
         R: Send + 'static,
@@ -46,25 +50,23 @@ impl Worker {
         let job: Job = Box::new(move || {
             let _ = send.send(catch_unwind(AssertUnwindSafe(f)));
         });
-        self.jobs
-            .as_ref()
-            .expect("worker running")
-            .send(job)
-            .expect("the worker thread runs until the worker is dropped");
+        // A send can fail only if the thread is gone; the job (and its result channel)
+        // is then dropped and `wait` reports it.
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
         Pending(recv)
     }
 }
 
 impl<R> Pending<R> {
-    /// Waits for the job's result.
-    pub(crate) fn wait(self) -> R {
-        match self
-            .0
-            .recv()
-            .expect("the worker thread returns every job's result")
-        {
-            Ok(r) => r,
-            Err(panic) => resume_unwind(panic),
+    /// Waits for the job's result; a panic of the job is an [`Error::Panicked`] naming
+    /// `what`.
+    pub(crate) fn wait(self, what: &str) -> Result<R> {
+        match self.0.recv() {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(panic)) => Err(Error::panicked(what, panic.as_ref())),
+            Err(_) => Err(Error::panicked(what, &"the worker thread is gone")),
         }
     }
 }
@@ -84,20 +86,20 @@ mod tests {
 
     #[test]
     fn runs_jobs_in_order_on_one_thread() {
-        let w = Worker::spawn("test-worker");
+        let w = Worker::spawn("test-worker").unwrap();
         let a = w.submit(|| std::thread::current().id());
         let b = w.submit(|| std::thread::current().id());
-        let (a, b) = (a.wait(), b.wait());
+        let (a, b) = (a.wait("a").unwrap(), b.wait("b").unwrap());
         assert_eq!(a, b);
         assert_ne!(a, std::thread::current().id());
-        assert_eq!(w.submit(|| 6 * 7).wait(), 42);
+        assert_eq!(w.submit(|| 6 * 7).wait("c").unwrap(), 42);
     }
 
     #[test]
-    fn a_panicking_job_panics_the_waiter_and_the_worker_goes_on() {
-        let w = Worker::spawn("test-worker");
-        let r = catch_unwind(AssertUnwindSafe(|| w.submit(|| panic!("boom")).wait()));
-        assert!(r.is_err());
-        assert_eq!(w.submit(|| 1).wait(), 1);
+    fn a_panicking_job_is_an_error_and_the_worker_goes_on() {
+        let w = Worker::spawn("test-worker").unwrap();
+        let e = w.submit(|| panic!("boom")).wait("the job").map(|()| ()).unwrap_err();
+        assert!(e.to_string().contains("the job panicked: boom"), "{e}");
+        assert_eq!(w.submit(|| 1).wait("d").unwrap(), 1);
     }
 }

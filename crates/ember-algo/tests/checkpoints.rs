@@ -2,15 +2,12 @@
 //! bad folders are errors naming the file, and a run whose loss turns NaN stops with an
 //! error naming the loss and the step while its last good checkpoint stays intact.
 
-#![allow(dead_code)] // common::best_eval is for the learning tests
-
 mod common;
 
 use burn::tensor::{Tensor, TensorData};
 use ember_algo::{
-    A2cConfig, Agent, Checkpoint, CheckpointConfig, CheckpointInfo, Dqn, DqnConfig,
-    OffPolicyConfig, PolicyGradient, Sac, SacConfig, load_checkpoint, save_checkpoint,
-    train_off_policy,
+    A2cConfig, Agent, CheckpointConfig, CheckpointInfo, Dqn, DqnConfig, OffPolicyConfig,
+    PolicyGradient, Sac, SacConfig, load_checkpoint, save_checkpoint,
 };
 use ember_core::{Error, Result, Space};
 use ember_env::{SyncVecEnv, VecActions, VecEnv, VecStep};
@@ -59,7 +56,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
             init_alpha: 0.3 + seed as f64 * 0.1,
             ..SacConfig::default()
         };
-        Sac::new(&c, obs, act, &device, &device).unwrap()
+        c.build(obs, act, &common::same(&device)).unwrap()
     };
     let (a, mut b) = (sac(1), sac(2));
     let dir = temp_dir("sac");
@@ -89,7 +86,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
             seed,
             ..DqnConfig::default()
         };
-        Dqn::new(&c, obs, act, &device, &device).unwrap()
+        c.build(obs, act, &common::same(&device)).unwrap()
     };
     let (a, mut b) = (dqn(1), dqn(2));
     let dir = temp_dir("dqn");
@@ -106,7 +103,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
             seed,
             ..A2cConfig::default()
         };
-        c.build(obs, act, &device, &device).unwrap()
+        c.build(obs, act, &common::same(&device)).unwrap()
     };
     let (mut a, mut b): (PolicyGradient, PolicyGradient) = (pg(1), pg(2));
     let dir = temp_dir("a2c");
@@ -124,7 +121,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
     let device = flex();
     let e = env("CartPole-v1");
     let (obs, act) = (e.single_observation_space(), e.single_action_space());
-    let mut dqn = Dqn::new(&DqnConfig::default(), obs, act, &device, &device).unwrap();
+    let mut dqn = DqnConfig::default().build(obs, act, &common::same(&device)).unwrap();
     let before = probe(&mut dqn, 4);
 
     let missing = temp_dir("missing");
@@ -135,13 +132,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
     // A folder of another learner: the info loads, the network file is missing.
     let dir = temp_dir("wrong-kind");
     let pendulum = env("Pendulum-v1");
-    let sac = Sac::new(
-        &SacConfig::default(),
-        pendulum.single_observation_space(),
-        pendulum.single_action_space(),
-        &device,
-        &device,
-    )
+    let sac = SacConfig::default().build(pendulum.single_observation_space(), pendulum.single_action_space(), &common::same(&device))
     .unwrap();
     let info = CheckpointInfo {
         env_steps: 1,
@@ -168,7 +159,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
         },
         ..OffPolicyConfig::default()
     };
-    let err = train_off_policy(&mut dqn, &mut env("CartPole-v1"), "CartPole-v1", &bad)
+    let err = common::train_off(&mut dqn, &mut env("CartPole-v1"), "CartPole-v1", &bad)
         .unwrap_err()
         .to_string();
     assert!(err.contains("checkpoint.dir"), "{err}");
@@ -216,7 +207,7 @@ impl VecEnv for PoisonedRewards {
 
 fn default_dqn(env: &dyn VecEnv, device: &burn::tensor::Device) -> Dqn {
     let (obs, act) = (env.single_observation_space(), env.single_action_space());
-    Dqn::new(&DqnConfig::default(), obs, act, device, device).unwrap()
+    DqnConfig::default().build(obs, act, &common::same(&device)).unwrap()
 }
 
 fn assert_finite_q(dqn: &Dqn, device: &burn::tensor::Device) {
@@ -243,7 +234,10 @@ fn a_diverged_loss_stops_training_and_keeps_the_last_good_checkpoint() {
     let mut dqn = default_dqn(&env, &device);
     let trainer = OffPolicyConfig {
         total_steps: 5_000,
-        buffer_size: 5_000,
+        replay: ember_algo::ReplayConfig {
+            capacity: 5_000,
+            ..Default::default()
+        },
         learning_starts: 200,
         batch_size: 32,
         checkpoint: CheckpointConfig {
@@ -252,7 +246,7 @@ fn a_diverged_loss_stops_training_and_keeps_the_last_good_checkpoint() {
         },
         ..OffPolicyConfig::default()
     };
-    let err = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap_err();
+    let err = common::train_off(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap_err();
     let Error::Diverged { name, step, .. } = &err else {
         panic!("expected a diverged loss, got {err}");
     };
@@ -275,21 +269,4 @@ fn a_diverged_loss_stops_training_and_keeps_the_last_good_checkpoint() {
     // The learner itself is as it was before the failed update: still finite.
     assert_finite_q(&dqn, &device);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-#[test]
-fn learners_without_checkpoints_say_so() {
-    struct Plain;
-    impl Checkpoint for Plain {}
-    let err = save_checkpoint(
-        &Plain,
-        &temp_dir("plain"),
-        &CheckpointInfo {
-            env_steps: 0,
-            updates: 0,
-        },
-    )
-    .unwrap_err();
-    assert!(err.to_string().contains("does not implement"), "{err}");
-    std::fs::remove_dir_all(temp_dir("plain.partial")).ok();
 }

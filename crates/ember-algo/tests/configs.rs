@@ -51,7 +51,10 @@ fn out_of_range_values_name_the_field_and_range() {
     assert!(e.contains("learning_rate"), "{e}");
     let bad = OffPolicyConfig {
         batch_size: 512,
-        buffer_size: 256,
+        replay: ember_algo::ReplayConfig {
+            capacity: 256,
+            ..Default::default()
+        },
         ..OffPolicyConfig::default()
     };
     let e = bad.validate().unwrap_err().to_string();

@@ -1,6 +1,8 @@
 //! Acting and learning on different backends: the acting copy follows the learner.
 
-use ember_algo::{ActionBuf, Agent, Dqn, DqnConfig, OffPolicyConfig, train_off_policy};
+mod common;
+
+use ember_algo::{ActionBuf, Agent, DqnConfig, OffPolicyConfig};
 use ember_backend::DeviceSpec;
 use ember_env::{SyncVecEnv, VecEnv};
 
@@ -14,13 +16,7 @@ fn learn_on_ndarray_act_on_flex() {
         learning_rate: 1e-3,
         ..DqnConfig::default()
     };
-    let mut dqn = Dqn::new(
-        &config,
-        env.single_observation_space(),
-        env.single_action_space(),
-        &learn,
-        &act,
-    )
+    let mut dqn = config.build(env.single_observation_space(), env.single_action_space(), &ember_algo::Devices::new(learn.clone(), act.clone()))
     .unwrap();
     let trainer = OffPolicyConfig {
         total_steps: 600,
@@ -29,7 +25,7 @@ fn learn_on_ndarray_act_on_flex() {
         eval_episodes: 1,
         ..OffPolicyConfig::default()
     };
-    let report = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
+    let report = common::train_off(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
     assert!(report.updates > 100);
     // Greedy actions from the acting copy (flex) equal those of the learner's network
     // (ndarray) on the same observations.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use ember_algo::{Dqn, DqnConfig, OffPolicyConfig, train_off_policy};
+use ember_algo::{DqnConfig, OffPolicyConfig};
 use ember_env::{SyncVecEnv, VecEnv};
 
 #[global_allocator]
@@ -24,15 +24,9 @@ fn dqn_cartpole_reaches_475_within_50k_steps() {
         ..trainer
     };
     let mut env = SyncVecEnv::from_id("CartPole-v1", 1).unwrap();
-    let mut dqn = Dqn::new(
-        &config,
-        env.single_observation_space(),
-        env.single_action_space(),
-        &device,
-        &device,
-    )
+    let mut dqn = config.build(env.single_observation_space(), env.single_action_space(), &ember_algo::Devices::same(&device))
     .unwrap();
-    let report = train_off_policy(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
+    let report = common::train_off(&mut dqn, &mut env, "CartPole-v1", &trainer).unwrap();
     assert!(report.env_steps <= 50_000);
     let best = common::best_eval("DQN CartPole-v1", &report);
     assert!(best >= 475.0, "best evaluation {best} < 475");

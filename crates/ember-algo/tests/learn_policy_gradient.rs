@@ -4,7 +4,7 @@
 
 mod common;
 
-use ember_algo::{A2cConfig, OnPolicyConfig, ReinforceConfig, train_on_policy};
+use ember_algo::{A2cConfig, OnPolicyConfig, ReinforceConfig};
 use ember_env::{SyncVecEnv, VecEnv};
 
 #[global_allocator]
@@ -26,11 +26,10 @@ fn a2c() {
         .build(
             env.single_observation_space(),
             env.single_action_space(),
-            &device,
-            &device,
+            &ember_algo::Devices::same(&device),
         )
         .unwrap();
-    let report = train_on_policy(&mut learner, &mut env, "CartPole-v1", &trainer).unwrap();
+    let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer).unwrap();
     let best = common::best_eval("A2C CartPole-v1", &report);
     assert!(best >= 475.0, "A2C: best evaluation {best} < 475");
 }
@@ -56,11 +55,10 @@ fn reinforce() {
         .build(
             env.single_observation_space(),
             env.single_action_space(),
-            &device,
-            &device,
+            &ember_algo::Devices::same(&device),
         )
         .unwrap();
-    let report = train_on_policy(&mut learner, &mut env, "CartPole-v1", &trainer).unwrap();
+    let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer).unwrap();
     let best = common::best_eval("REINFORCE CartPole-v1", &report);
     assert!(best >= 475.0, "REINFORCE: best evaluation {best} < 475");
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use ember_algo::{OffPolicyConfig, Sac, SacConfig, UpdateSchedule, train_off_policy};
+use ember_algo::{OffPolicyConfig, SacConfig, UpdateSchedule};
 use ember_env::{SyncVecEnv, VecEnv};
 
 #[global_allocator]
@@ -26,15 +26,9 @@ fn run(schedule: UpdateSchedule) {
         ..trainer
     };
     let mut env = SyncVecEnv::from_id("Pendulum-v1", 1).unwrap();
-    let mut sac = Sac::new(
-        &config,
-        env.single_observation_space(),
-        env.single_action_space(),
-        &device,
-        &device,
-    )
+    let mut sac = config.build(env.single_observation_space(), env.single_action_space(), &ember_algo::Devices::same(&device))
     .unwrap();
-    let report = train_off_policy(&mut sac, &mut env, "Pendulum-v1", &trainer).unwrap();
+    let report = common::train_off(&mut sac, &mut env, "Pendulum-v1", &trainer).unwrap();
     assert!(report.env_steps <= 20_000);
     let best = common::best_eval(&format!("SAC Pendulum-v1 {schedule:?}"), &report);
     assert!(

@@ -1,7 +1,9 @@
 //! The policy-gradient learner's variants train end to end: A2C with a shared trunk, and
 //! REINFORCE without a baseline; a continuous action space is refused with a clear error.
 
-use ember_algo::{A2cConfig, OnPolicyConfig, ReinforceConfig, train_on_policy};
+mod common;
+
+use ember_algo::{A2cConfig, OnPolicyConfig, ReinforceConfig};
 use ember_env::{SyncVecEnv, VecEnv};
 
 fn trainer() -> OnPolicyConfig {
@@ -25,9 +27,9 @@ fn a2c_with_a_shared_trunk_and_reinforce_without_baseline_train() {
         shared_trunk: true,
         ..A2cConfig::default()
     };
-    let mut learner = shared.build(&o, &a, &device, &device).unwrap();
+    let mut learner = shared.build(&o, &a, &ember_algo::Devices::same(&device)).unwrap();
     assert!(learner.net().trunk.is_some());
-    let report = train_on_policy(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
+    let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
     assert_eq!(report.updates, 2);
     assert!(report.last_metrics.get("value_loss").unwrap().is_finite());
 
@@ -35,9 +37,9 @@ fn a2c_with_a_shared_trunk_and_reinforce_without_baseline_train() {
         baseline: false,
         ..ReinforceConfig::default()
     };
-    let mut learner = plain.build(&o, &a, &device, &device).unwrap();
+    let mut learner = plain.build(&o, &a, &ember_algo::Devices::same(&device)).unwrap();
     assert!(learner.net().value.is_none());
-    let report = train_on_policy(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
+    let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
     assert!(report.updates >= 1);
     assert!(report.last_metrics.get("value_loss").is_none());
     assert!(report.last_metrics.get("policy_loss").unwrap().is_finite());
@@ -51,8 +53,7 @@ fn continuous_actions_are_refused_by_name() {
         .build(
             env.single_observation_space(),
             env.single_action_space(),
-            &device,
-            &device,
+            &ember_algo::Devices::same(&device),
         )
         .unwrap_err()
         .to_string();

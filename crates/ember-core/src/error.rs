@@ -89,6 +89,15 @@ pub enum Error {
         /// The step at which it was seen.
         step: u64,
     },
+    /// Code inside Ember (or a user's learner) panicked; the panic was caught at a
+    /// boundary (an update, a worker thread) and the component was left as it was before.
+    #[error("{what} panicked: {message}")]
+    Panicked {
+        /// What was running (e.g. `SAC update at step 12`).
+        what: String,
+        /// The panic's message.
+        message: String,
+    },
     /// A file could not be read or written.
     #[error("I/O error on {}: {source}", path.display())]
     Io {
@@ -131,6 +140,30 @@ impl Error {
             what: what.into(),
             expected: expected.to_string(),
             got: got.to_string(),
+        }
+    }
+
+    /// Builds [`Error::Panicked`] from a caught panic's payload.
+    pub fn panicked(what: impl Into<String>, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-string panic payload".into());
+        Error::Panicked {
+            what: what.into(),
+            message,
+        }
+    }
+
+    /// Runs `f`, turning a panic inside it into [`Error::Panicked`] naming `what`.
+    ///
+    /// # Errors
+    /// `f`'s own error, or [`Error::Panicked`].
+    pub fn catch<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(r) => r,
+            Err(payload) => Err(Error::panicked(what(), payload.as_ref())),
         }
     }
 

@@ -9,7 +9,9 @@
 //!   exposes its physical state through [`ClassicEnv`]. Reset states are drawn from the
 //!   same ranges as Gymnasium's, from Ember's own seeded generator.
 //! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
-//!   registered [`TimeLimit`].
+//!   registered [`TimeLimit`]; [`register`] adds a user's environment under an id of its
+//!   own, and an [`EnvFactory`] (any closure returning a fresh `Box<dyn Env>`) is how
+//!   trainers get evaluation environments.
 //! - **Wrappers**: [`TimeLimit`], [`RecordEpisodeStatistics`], [`NormalizeObservation`],
 //!   [`ClipAction`].
 //! - **Vector environments** with Gymnasium's next-step autoreset: [`SyncVecEnv`] and the
@@ -57,7 +59,7 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
-pub use registry::{ids, make};
+pub use registry::{EnvFactory, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};
 pub use vector::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv, VecStep};

@@ -1,49 +1,121 @@
-//! [`make`]: environments by Gymnasium id, with their registered time limits.
+//! Environments by id: the built-in classic-control ids with their registered time limits,
+//! and any environment a user [`register`]s; [`EnvFactory`] makes fresh environments (the
+//! trainers' evaluation environments are factories).
 
 use crate::{
     Acrobot, CartPole, ClassicEnv, MountainCar, MountainCarContinuous, Pendulum, TimeLimit,
 };
 use ember_core::{Env, Error, Result};
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 
-/// One registered id and how to build it.
-struct Entry {
-    id: &'static str,
-    make: fn() -> Box<dyn Env>,
+/// Makes a fresh environment on each call (seed it through [`Env::reset`]). Any
+/// `Fn() -> Result<Box<dyn Env>> + Send + Sync` closure is one.
+pub trait EnvFactory: Send + Sync {
+    /// A new environment, in its initial (not yet reset) state.
+    ///
+    /// # Errors
+    /// Whatever building the environment can fail with.
+    fn make(&self) -> Result<Box<dyn Env>>;
 }
 
-/// `E` wrapped in [`TimeLimit`] with its registered `max_episode_steps`.
-fn limited<E: ClassicEnv>() -> Box<dyn Env> {
-    Box::new(
-        TimeLimit::new(E::default(), E::MAX_EPISODE_STEPS).expect("registered limits are positive"),
-    )
-}
-
-fn entry<E: ClassicEnv>() -> Entry {
-    Entry {
-        id: E::ID,
-        make: limited::<E>,
+impl<F: Fn() -> Result<Box<dyn Env>> + Send + Sync> EnvFactory for F {
+    fn make(&self) -> Result<Box<dyn Env>> {
+        self()
     }
 }
 
-fn registry() -> [Entry; 5] {
+/// A built-in id: `E` wrapped in [`TimeLimit`] with its registered `max_episode_steps`.
+struct Builtin<E>(std::marker::PhantomData<fn() -> E>);
+
+impl<E: ClassicEnv + 'static> EnvFactory for Builtin<E> {
+    fn make(&self) -> Result<Box<dyn Env>> {
+        Ok(Box::new(TimeLimit::new(E::default(), E::MAX_EPISODE_STEPS)?))
+    }
+}
+
+fn builtin<E: ClassicEnv + 'static>() -> (&'static str, Arc<dyn EnvFactory>) {
+    (E::ID, Arc::new(Builtin::<E>(std::marker::PhantomData)))
+}
+
+fn builtins() -> [(&'static str, Arc<dyn EnvFactory>); 5] {
     [
-        entry::<CartPole>(),
-        entry::<Pendulum>(),
-        entry::<MountainCar>(),
-        entry::<MountainCarContinuous>(),
-        entry::<Acrobot>(),
+        builtin::<CartPole>(),
+        builtin::<Pendulum>(),
+        builtin::<MountainCar>(),
+        builtin::<MountainCarContinuous>(),
+        builtin::<Acrobot>(),
     ]
 }
 
-/// The ids [`make`] knows, in registration order.
-pub fn ids() -> Vec<&'static str> {
-    registry().iter().map(|e| e.id).collect()
+/// The user's registrations, by id.
+static REGISTERED: RwLock<BTreeMap<String, Arc<dyn EnvFactory>>> = RwLock::new(BTreeMap::new());
+
+/// Registers `factory` under `id`, so that [`make`], [`factory`], `SyncVecEnv::from_id` and
+/// `ThreadedVecEnv::from_id` find it (process-wide). The factory should apply the
+/// environment's own time limit, as the built-in ids do.
+///
+/// ```
+/// use ember_env::{CartPole, TimeLimit};
+///
+/// ember_env::register("ShortCartPole-v0", || {
+///     Ok(Box::new(TimeLimit::new(CartPole::default(), 50)?) as Box<dyn ember_core::Env>)
+/// })?;
+/// let mut env = ember_env::make("ShortCartPole-v0")?;
+/// env.reset(Some(0))?;
+/// assert!(ember_env::register("CartPole-v1", || ember_env::make("Acrobot-v1")).is_err());
+/// # Ok::<(), ember_core::Error>(())
+/// ```
+///
+/// # Errors
+/// An empty id, or an id already taken (built in or registered before).
+pub fn register(id: &str, factory: impl EnvFactory + 'static) -> Result<()> {
+    if id.trim().is_empty() {
+        return Err(Error::invalid("environment id", format!("{id:?}"), "a non-empty id"));
+    }
+    let mut map = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
+    if builtins().iter().any(|(b, _)| *b == id) || map.contains_key(id) {
+        return Err(Error::invalid(
+            "environment id",
+            id,
+            "an id not registered yet (ids are registered once per process)",
+        ));
+    }
+    map.insert(id.to_string(), Arc::new(factory));
+    Ok(())
 }
 
-/// Builds the environment registered as `id` (e.g. `"Pendulum-v1"`), wrapped in a
-/// [`TimeLimit`] with Gymnasium's `max_episode_steps` (CartPole-v1 500, Pendulum-v1 200,
-/// MountainCar-v0 200, MountainCarContinuous-v0 999, Acrobot-v1 500). An unknown id is an
-/// error listing the known ones.
+/// The ids [`make`] knows: the built-in ones in registration order, then the user's, sorted.
+pub fn ids() -> Vec<String> {
+    let map = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    builtins()
+        .iter()
+        .map(|(id, _)| id.to_string())
+        .chain(map.keys().cloned())
+        .collect()
+}
+
+/// The factory registered as `id`; ask for it before a long run so that a typo fails at
+/// once.
+///
+/// # Errors
+/// An unknown id, with the list of known ones.
+pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
+    if let Some((_, f)) = builtins().into_iter().find(|(b, _)| *b == id) {
+        return Ok(f);
+    }
+    let map = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = map.get(id) {
+        return Ok(f.clone());
+    }
+    drop(map);
+    Err(Error::invalid("environment id", id, format!("one of {}", ids().join(", "))))
+}
+
+/// Builds the environment registered as `id` (e.g. `"Pendulum-v1"`). Built-in ids are
+/// wrapped in a [`TimeLimit`] with Gymnasium's `max_episode_steps` (CartPole-v1 500,
+/// Pendulum-v1 200, MountainCar-v0 200, MountainCarContinuous-v0 999, Acrobot-v1 500);
+/// user ids come from their [`register`]ed factory.
 ///
 /// ```
 /// use ember_core::{Action, Env};
@@ -58,12 +130,11 @@ pub fn ids() -> Vec<&'static str> {
 /// assert!(ember_env::make("Pendulum-v0").is_err());
 /// # Ok::<(), ember_core::Error>(())
 /// ```
+///
+/// # Errors
+/// An unknown id (the error lists the known ones), or the factory's own error.
 pub fn make(id: &str) -> Result<Box<dyn Env>> {
-    registry()
-        .iter()
-        .find(|e| e.id == id)
-        .map(|e| (e.make)())
-        .ok_or_else(|| Error::invalid("environment id", id, format!("one of {}", ids().join(", "))))
+    factory(id)?.make()
 }
 
 #[cfg(test)]
@@ -80,7 +151,7 @@ mod tests {
             ("MountainCarContinuous-v0", 2, 999),
             ("Acrobot-v1", 6, 500),
         ];
-        assert_eq!(ids(), expect.map(|e| e.0));
+        assert_eq!(ids()[..5], expect.map(|e| e.0.to_string()));
         for (id, obs_dim, limit) in expect {
             let mut env = make(id).unwrap();
             assert_eq!(env.observation_space().flat_dim(), obs_dim, "{id}");
@@ -100,6 +171,28 @@ mod tests {
             }
             assert!(n <= limit);
         }
+    }
+
+    #[test]
+    fn a_registered_env_is_found_by_id() {
+        let short = || -> Result<Box<dyn Env>> {
+            Ok(Box::new(TimeLimit::new(Pendulum::default(), 7)?))
+        };
+        register("test/ShortPendulum", short).unwrap();
+        assert!(ids().contains(&"test/ShortPendulum".to_string()));
+        let mut env = make("test/ShortPendulum").unwrap();
+        env.reset(Some(3)).unwrap();
+        let mut n = 1;
+        while !env.step(ember_core::Action::Continuous(&[0.0])).unwrap().truncated {
+            n += 1;
+        }
+        assert_eq!(n, 7);
+        let e = register("test/ShortPendulum", short).unwrap_err().to_string();
+        assert!(e.contains("test/ShortPendulum"), "{e}");
+        assert!(register("Pendulum-v1", short).is_err());
+        assert!(register(" ", short).is_err());
+        let e = make("test/ShortPendulumm").err().unwrap().to_string();
+        assert!(e.contains("test/ShortPendulum,") || e.ends_with("test/ShortPendulum"), "{e}");
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //!
 //! - TD targets that mask `terminated` but not `truncated`: [`td_target`],
 //!   [`td_target_discounted`], [`double_dqn_target`].
-//! - [`mse`], [`huber`].
-//! - SAC: [`sac_target`], [`sac_critic_loss`], [`sac_actor_loss`], [`sac_temperature_loss`].
+//! - [`mse`], [`huber`], and their importance-weighted forms for prioritized replay
+//!   ([`mse_weighted`], [`huber_weighted`], [`sac_critic_loss_weighted`]); per-row TD
+//!   errors of an ensemble ([`ensemble_td_errors`]) to hand back as priorities.
+//! - SAC: [`sac_target`] (and [`sac_target_discounted`] for n-step rows), [`sac_critic_loss`], [`sac_actor_loss`], [`sac_temperature_loss`].
 //! - [`policy_gradient_loss`], [`entropy_loss`].
 //! - [`discounted_returns`] and [`gae`] over time-major rollouts of many environments.
 //! - [`checked_loss`]: a NaN or infinite loss becomes an error naming the loss.
@@ -33,7 +35,10 @@ mod td;
 
 pub use check::checked_loss;
 pub use policy_gradient::{entropy_loss, policy_gradient_loss};
-pub use regression::{huber, mse};
+pub use regression::{huber, huber_weighted, mse, mse_weighted};
 pub use returns::{Rollout, discounted_returns, gae};
-pub use sac::{sac_actor_loss, sac_critic_loss, sac_target, sac_temperature_loss};
-pub use td::{double_dqn_target, td_target, td_target_discounted};
+pub use sac::{
+    ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted, sac_target,
+    sac_target_discounted, sac_temperature_loss,
+};
+pub use td::{double_dqn_target, double_dqn_value, td_target, td_target_discounted};

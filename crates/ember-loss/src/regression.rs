@@ -19,3 +19,28 @@ pub fn huber<const D: usize>(pred: Tensor<D>, target: Tensor<D>, delta: f64) -> 
         .add(linear.mul_scalar(delta))
         .mean()
 }
+
+/// Importance-weighted squared error `mean(w · (pred − target)²)` over `[batch, 1]` columns
+/// (prioritized replay's correction).
+pub fn mse_weighted(pred: Tensor<2>, target: Tensor<2>, weights: Tensor<2>) -> Tensor<1> {
+    let d = pred - target;
+    (d.clone() * d * weights).mean()
+}
+
+/// Importance-weighted Huber loss `mean(w · huber(pred − target))` over `[batch, 1]`
+/// columns.
+pub fn huber_weighted(
+    pred: Tensor<2>,
+    target: Tensor<2>,
+    delta: f64,
+    weights: Tensor<2>,
+) -> Tensor<1> {
+    let a = (pred - target).abs();
+    let quadratic = a.clone().clamp_max(delta);
+    let linear = a - quadratic.clone();
+    ((quadratic.clone() * quadratic)
+        .mul_scalar(0.5)
+        .add(linear.mul_scalar(delta))
+        * weights)
+        .mean()
+}

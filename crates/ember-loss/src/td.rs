@@ -44,7 +44,12 @@ pub fn double_dqn_target(
     next_q_target: Tensor<2>,
     gamma: f64,
 ) -> Tensor<2> {
+    td_target(reward, terminated, double_dqn_value(next_q_online, next_q_target), gamma)
+}
+
+/// The double-DQN bootstrap value `Q_target(s', argmax_a Q_online(s', a))`, `[batch, 1]`
+/// (combine it with [`td_target_discounted`] for n-step transitions).
+pub fn double_dqn_value(next_q_online: Tensor<2>, next_q_target: Tensor<2>) -> Tensor<2> {
     let best = next_q_online.argmax(1);
-    let value = next_q_target.gather(1, best);
-    td_target(reward, terminated, value, gamma)
+    next_q_target.gather(1, best)
 }

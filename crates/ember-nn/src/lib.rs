@@ -6,7 +6,8 @@
 //! - [`Mlp`] (sizes, activation, optional layer norm).
 //! - [`GaussianTanhPolicy`] (SAC's actor: reparameterised samples, log-probabilities with
 //!   the tanh correction, deterministic mode) and [`CategoricalPolicy`].
-//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`].
+//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`]; [`ActorCriticNet`] (logits and a value
+//!   head, separate or on a shared trunk); SAC's learnable [`Temperature`].
 //! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
 //! - [`hard_target`] and [`polyak_update`] for target networks.
 //! - [`noise`]: host-side noise so the same seed acts the same on every backend.
@@ -32,17 +33,21 @@
 
 #![warn(missing_docs)]
 
+mod actor_critic;
 mod categorical_policy;
 mod ensemble;
 mod gaussian_policy;
 mod mlp;
 pub mod noise;
 mod target;
+mod temperature;
 mod value;
 
+pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig};
 pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use target::{hard_target, polyak_update};
+pub use temperature::Temperature;
 pub use value::{ContinuousQ, DiscreteQ, ValueNet};

@@ -6,8 +6,9 @@ use burn::tensor::activation::{relu, tanh};
 use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
 
-/// The hidden-layer nonlinearity.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The hidden-layer nonlinearity; in configs `"relu"` or `"tanh"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Activation {
     /// `max(x, 0)` (the SAC / DQN default).
     #[default]

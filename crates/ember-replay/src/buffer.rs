@@ -9,7 +9,8 @@ use std::io::Write;
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"EMBERRB\0";
-const VERSION: u64 = 1;
+/// 2: prioritized samplers also store the β that annealing starts from.
+const VERSION: u64 = 2;
 const KIND: &str = "replay buffer";
 /// magic, version, payload length, CRC-32 of the payload.
 const HEADER: usize = 8 + 8 + 8 + 8;
@@ -78,6 +79,15 @@ impl<S: Sampler> ReplayBuffer<S> {
             batch.len = 0;
         }
         r
+    }
+
+    /// Hands the sampler new priorities for the slots of the last batch (`batch.indices`),
+    /// e.g. `|TD error|` per row; samplers without priorities ignore them.
+    ///
+    /// # Errors
+    /// See [`Sampler::update_priorities`]; on error nothing changes.
+    pub fn update_priorities(&mut self, slots: &[usize], priorities: &[f32]) -> Result<()> {
+        self.sampler.update_priorities(slots, priorities)
     }
 
     /// The stored transitions.

@@ -10,6 +10,7 @@
 //!   in microseconds from a million transitions.
 //! - [`ReplayBuffer`] couples storage, sampler and a seeded generator, and saves/loads all
 //!   three as one checksummed file; [`SharedReplay`] lets several threads write.
+//! - [`AnySampler`] picks one of the three at run time (e.g. from a config).
 //! - [`NStep`] turns one-step transitions into n-step ones across episode boundaries.
 //!
 //! ```
@@ -41,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+mod any;
 mod buffer;
 pub mod codec;
 mod huge_pages;
@@ -58,6 +60,7 @@ mod slot_values;
 mod sum_tree;
 mod uniform;
 
+pub use any::AnySampler;
 pub use buffer::ReplayBuffer;
 pub use ember_core::{Batch, EmberRng, Error, Result, Transition};
 pub use min_tree::MinTree;

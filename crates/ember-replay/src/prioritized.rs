@@ -20,6 +20,8 @@ pub struct Prioritized {
     min: MinTree,
     alpha: f64,
     beta: f64,
+    /// β at the start of training, annealed to 1 by [`Sampler::anneal`].
+    beta_start: f64,
     eps: f64,
     max_priority: f64,
     us: Vec<f64>,
@@ -39,6 +41,7 @@ impl Prioritized {
             min: MinTree::new(capacity),
             alpha,
             beta: 0.0,
+            beta_start: 0.0,
             eps: 1e-6,
             max_priority: 1.0,
             us: Vec::new(),
@@ -48,12 +51,13 @@ impl Prioritized {
         Ok(s)
     }
 
-    /// Sets β (usually annealed towards 1 during training).
+    /// Sets β, and the β from which [`Sampler::anneal`] moves it linearly to 1.
     pub fn set_beta(&mut self, beta: f64) -> Result<()> {
         if !(0.0..=1.0).contains(&beta) {
             return Err(Error::invalid("beta", beta, "a number in [0, 1]"));
         }
         self.beta = beta;
+        self.beta_start = beta;
         Ok(())
     }
 
@@ -128,6 +132,23 @@ impl Prioritized {
 
 impl Sampler for Prioritized {
     const KIND: &'static str = "prioritized";
+
+    fn uses_priorities(&self) -> bool {
+        true
+    }
+
+    fn update_priorities(&mut self, slots: &[usize], priorities: &[f32]) -> Result<()> {
+        Prioritized::update_priorities(self, slots, priorities)
+    }
+
+    /// `β = β_start + (1 − β_start) · progress`.
+    fn anneal(&mut self, progress: f64) -> Result<()> {
+        if !(0.0..=1.0).contains(&progress) {
+            return Err(Error::invalid("progress", progress, "a number in [0, 1]"));
+        }
+        self.beta = self.beta_start + (1.0 - self.beta_start) * progress;
+        Ok(())
+    }
 
     fn capacity(&self) -> usize {
         self.sum.capacity()
@@ -208,6 +229,7 @@ impl Sampler for Prioritized {
     fn encode(&self, enc: &mut Encoder) {
         enc.f64(self.alpha);
         enc.f64(self.beta);
+        enc.f64(self.beta_start);
         enc.f64(self.eps);
         enc.f64(self.max_priority);
         slot_values::encode(&self.sum, enc);
@@ -216,10 +238,15 @@ impl Sampler for Prioritized {
     fn decode(dec: &mut Decoder<'_>, capacity: usize) -> Result<Self> {
         let alpha = dec.f64("alpha")?;
         let beta = dec.f64("beta")?;
+        let beta_start = dec.f64("beta start")?;
         let eps = dec.f64("eps")?;
         let max_priority = dec.f64("max priority")?;
         let mut s =
-            Prioritized::new(capacity, alpha, beta).map_err(|e| dec.corrupt(e.to_string()))?;
+            Prioritized::new(capacity, alpha, beta_start).map_err(|e| dec.corrupt(e.to_string()))?;
+        if !(beta_start..=1.0).contains(&beta) {
+            return Err(dec.corrupt(format!("beta {beta} outside [beta start {beta_start}, 1]")));
+        }
+        s.beta = beta;
         s.set_eps(eps).map_err(|e| dec.corrupt(e.to_string()))?;
         if !(max_priority > 0.0 && max_priority.is_finite()) {
             return Err(dec.corrupt(format!("max priority = {max_priority}")));
@@ -275,5 +302,17 @@ mod tests {
         assert_eq!(p.sum, before);
         assert!(Prioritized::new(4, -1.0, 0.4).is_err());
         assert!(Prioritized::new(4, 0.6, 1.5).is_err());
+    }
+
+    #[test]
+    fn beta_anneals_linearly_to_one() {
+        let mut p = Prioritized::new(4, 0.6, 0.4).unwrap();
+        assert!(p.uses_priorities());
+        p.anneal(0.5).unwrap();
+        assert!((p.beta() - 0.7).abs() < 1e-12);
+        p.anneal(1.0).unwrap();
+        assert_eq!(p.beta(), 1.0);
+        assert!(p.anneal(1.5).is_err());
+        assert_eq!(p.beta(), 1.0);
     }
 }

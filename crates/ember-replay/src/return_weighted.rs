@@ -195,6 +195,14 @@ impl Sampler for ReturnWeighted {
         self.set_score(slot, score)
     }
 
+    fn uses_scores(&self) -> bool {
+        true
+    }
+
+    fn set_score(&mut self, slot: usize, score: f64) -> Result<()> {
+        ReturnWeighted::set_score(self, slot, score)
+    }
+
     fn sample(
         &mut self,
         _len: usize,

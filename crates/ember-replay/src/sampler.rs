@@ -29,6 +29,45 @@ pub trait Sampler: Send + Sized {
         weights: &mut Vec<f32>,
     ) -> Result<()>;
 
+    /// Whether the sampler wants per-row TD errors back after an update (through
+    /// [`Sampler::update_priorities`]). Default: no.
+    fn uses_priorities(&self) -> bool {
+        false
+    }
+
+    /// New priorities (e.g. `|TD error|`) for the slots of the last batch. Default:
+    /// ignored.
+    ///
+    /// # Errors
+    /// A length mismatch, a slot not holding a transition, a negative or non-finite value.
+    fn update_priorities(&mut self, _slots: &[usize], _priorities: &[f32]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether the sampler weighs transitions by a score that can change after the push
+    /// (an episode's return, known when it ends), set through [`Sampler::set_score`].
+    /// Default: no.
+    fn uses_scores(&self) -> bool {
+        false
+    }
+
+    /// Replaces the score of the transition in `slot`. Default: ignored.
+    ///
+    /// # Errors
+    /// A slot out of range or a non-finite score.
+    fn set_score(&mut self, _slot: usize, _score: f64) -> Result<()> {
+        Ok(())
+    }
+
+    /// Tells the sampler how far training has come (`progress` in `[0, 1]`), e.g. to
+    /// anneal prioritized replay's β towards 1. Default: nothing.
+    ///
+    /// # Errors
+    /// A `progress` outside `[0, 1]`.
+    fn anneal(&mut self, _progress: f64) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes the sampler's state (parameters and per-slot values).
     fn encode(&self, enc: &mut Encoder);
 

@@ -8,11 +8,13 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Runs the tests of one binary one at a time: weight initialisation seeds the backend's
 /// global generator, and each run wants both cores.
+#[allow(dead_code)]
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The best evaluation of a run, printed with the whole curve.
+#[allow(dead_code)]
 pub fn best_eval(name: &str, report: &TrainReport) -> f64 {
     let curve: Vec<String> = report
         .evals
@@ -31,4 +33,36 @@ pub fn best_eval(name: &str, report: &TrainReport) -> f64 {
         .iter()
         .map(|e| e.mean_return)
         .fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// The off-policy trainer with the buffer `config.replay` describes and evaluation on the
+/// registered `id`.
+#[allow(dead_code)]
+pub fn train_off<L: ember_algo::OffPolicyLearner>(
+    learner: &mut L,
+    env: &mut dyn ember_env::VecEnv,
+    id: &str,
+    config: &ember_algo::OffPolicyConfig,
+) -> ember_core::Result<TrainReport> {
+    let mut replay = config.build_replay(env)?;
+    let eval = ember_env::factory(id)?;
+    ember_algo::train_off_policy(learner, env, &mut replay, eval.as_ref(), config)
+}
+
+/// The on-policy trainer with evaluation on the registered `id`.
+#[allow(dead_code)]
+pub fn train_on<L: ember_algo::OnPolicyLearner>(
+    learner: &mut L,
+    env: &mut dyn ember_env::VecEnv,
+    id: &str,
+    config: &ember_algo::OnPolicyConfig,
+) -> ember_core::Result<TrainReport> {
+    let eval = ember_env::factory(id)?;
+    ember_algo::train_on_policy(learner, env, eval.as_ref(), config)
+}
+
+/// Learning and acting on `device`.
+#[allow(dead_code)]
+pub fn same(device: &burn::tensor::Device) -> ember_algo::Devices {
+    ember_algo::Devices::same(device)
 }

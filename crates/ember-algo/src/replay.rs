@@ -1,0 +1,231 @@
+//! The replay side of the off-policy trainer: a serde `[replay]` section that builds any of
+//! the library's samplers, and the writer that feeds a buffer from a vector env — n-step
+//! returns and episode-return scores included.
+//!
+//! ## Scores of return-weighted replay
+//! A transition's score is the **undiscounted return of its episode**: when the transition
+//! is stored, the return so far (the rewards of its episode up to and including the newest
+//! step stored); when the episode ends (terminated or truncated), every transition of it
+//! still in the buffer gets the episode's final return. The sampler weighs slot `i` by
+//! `r_i + |min(min_j r_j, 0)|`, the minimum taken exactly over the transitions in the buffer
+//! (a min tree, right under eviction). A partial episode cut off by the end of a training
+//! call keeps its return-so-far scores.
+
+use crate::config::{Validate, check_positive, check_range};
+use ember_core::{Error, Result, Transition};
+use ember_replay::{
+    AnySampler, ColumnSpec, NStep, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage,
+    Sampler, Uniform,
+};
+use serde::{Deserialize, Serialize};
+
+/// The extra column holding n-step transitions' bootstrap discount `γ^m`.
+pub const DISCOUNT_COLUMN: &str = "discount";
+
+/// Which sampler a [`ReplayConfig`] builds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayKind {
+    /// Uniform, with replacement (SB3's buffer).
+    #[default]
+    Uniform,
+    /// Proportional prioritized replay (α, β annealed to 1, ε), priorities `|TD error|`.
+    Prioritized,
+    /// Return-weighted without replacement (see the module docs for the scores).
+    ReturnWeighted,
+}
+
+/// The `[replay]` section of an off-policy config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayConfig {
+    /// Sampler: `uniform`, `prioritized` or `return_weighted`.
+    pub kind: ReplayKind,
+    /// Capacity in transitions.
+    pub capacity: usize,
+    /// Steps per stored transition (1: one-step transitions).
+    pub n_step: usize,
+    /// Discount of n-step returns; `None` takes the learner's γ (an explicit value must
+    /// equal it).
+    pub gamma: Option<f64>,
+    /// Prioritized: how much priorities matter (`>= 0`).
+    pub alpha: f64,
+    /// Prioritized: the importance-weight exponent at the start, annealed to 1 over the
+    /// training call.
+    pub beta: f64,
+    /// Prioritized: added to every priority (`> 0` keeps every transition drawable).
+    pub eps: f64,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            kind: ReplayKind::Uniform,
+            capacity: 1_000_000,
+            n_step: 1,
+            gamma: None,
+            alpha: 0.6,
+            beta: 0.4,
+            eps: 1e-6,
+        }
+    }
+}
+
+impl Validate for ReplayConfig {
+    fn validate(&self) -> Result<()> {
+        check_positive("replay.capacity", self.capacity)?;
+        check_positive("replay.n_step", self.n_step)?;
+        if let Some(g) = self.gamma {
+            check_range("replay.gamma", g, 0.0, 1.0)?;
+        }
+        check_range("replay.alpha", self.alpha, 0.0, 1e3)?;
+        check_range("replay.beta", self.beta, 0.0, 1.0)?;
+        check_range("replay.eps", self.eps, 0.0, 1e3)
+    }
+}
+
+impl ReplayConfig {
+    /// A buffer for transitions of the given widths (with the n-step discount column when
+    /// `n_step > 1`), its generator seeded with `seed`.
+    ///
+    /// # Errors
+    /// A config value out of range, or a buffer too large to allocate.
+    pub fn build(
+        &self,
+        obs_dim: usize,
+        act_dim: usize,
+        seed: u64,
+    ) -> Result<ReplayBuffer<AnySampler>> {
+        self.validate()?;
+        let columns = if self.n_step > 1 {
+            vec![ColumnSpec {
+                name: DISCOUNT_COLUMN.into(),
+                width: 1,
+            }]
+        } else {
+            Vec::new()
+        };
+        let storage = RingStorage::with_columns(self.capacity, obs_dim, act_dim, columns)?;
+        let sampler: AnySampler = match self.kind {
+            ReplayKind::Uniform => Uniform::new(self.capacity, true).into(),
+            ReplayKind::Prioritized => {
+                let mut p = Prioritized::new(self.capacity, self.alpha, self.beta)?;
+                p.set_eps(self.eps)?;
+                p.into()
+            }
+            ReplayKind::ReturnWeighted => ReturnWeighted::new(self.capacity).into(),
+        };
+        ReplayBuffer::new(storage, sampler, seed)
+    }
+}
+
+/// Feeds a replay buffer from the sub-environments of a vector env: n-step accumulation
+/// per sub-environment, and episode-return scores (module docs).
+pub(crate) struct EpisodeWriter {
+    nstep: Vec<NStep>,
+    /// Whether the sampler's scores are kept up to date (return-weighted replay).
+    scores: bool,
+    running: Vec<f64>,
+    /// Per sub-environment, the `(slot, push number)` of the current episode's transitions.
+    episode: Vec<Vec<(usize, u64)>>,
+    pushes: u64,
+    capacity: u64,
+}
+
+impl EpisodeWriter {
+    /// A writer for `envs` sub-environments into `replay`, with `n_step`-step returns
+    /// discounted by `gamma`. The buffer must have the discount column exactly when
+    /// `n_step > 1`, and no other extra column.
+    pub(crate) fn new<S: Sampler>(
+        replay: &ReplayBuffer<S>,
+        envs: usize,
+        n_step: usize,
+        gamma: f64,
+    ) -> Result<Self> {
+        let storage = replay.storage();
+        let columns: Vec<&ColumnSpec> = storage.columns().collect();
+        let wanted = if n_step > 1 { 1 } else { 0 };
+        if columns.len() != wanted
+            || columns
+                .first()
+                .is_some_and(|c| c.name != DISCOUNT_COLUMN || c.width != 1)
+        {
+            let names: Vec<String> = columns.iter().map(|c| format!("{}×{}", c.name, c.width)).collect();
+            return Err(Error::invalid(
+                "replay buffer extra columns",
+                format!("[{}]", names.join(", ")),
+                if n_step > 1 {
+                    format!("exactly one column `{DISCOUNT_COLUMN}` of width 1 for n_step = {n_step} (ReplayConfig::build adds it)")
+                } else {
+                    "no extra columns for one-step transitions".into()
+                },
+            ));
+        }
+        let nstep = if n_step > 1 {
+            (0..envs)
+                .map(|_| NStep::new(n_step, gamma, storage.obs_dim(), storage.act_dim()))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let scores = replay.sampler().uses_scores();
+        Ok(EpisodeWriter {
+            nstep,
+            scores,
+            running: vec![0.0; envs],
+            episode: vec![Vec::new(); if scores { envs } else { 0 }],
+            pushes: 0,
+            capacity: storage.capacity() as u64,
+        })
+    }
+
+    /// Stores the one-step transition `t` of sub-environment `i` (through its n-step
+    /// accumulator when there is one); at an episode end, rescores the episode.
+    pub(crate) fn push<S: Sampler>(
+        &mut self,
+        i: usize,
+        t: &Transition<'_>,
+        replay: &mut ReplayBuffer<S>,
+    ) -> Result<()> {
+        self.running[i] += t.reward as f64;
+        let score = self.running[i];
+        let EpisodeWriter {
+            nstep,
+            scores,
+            episode,
+            pushes,
+            ..
+        } = self;
+        let mut store = |t: &Transition<'_>, extras: &[&[f32]]| -> Result<()> {
+            let slot = replay.push_scored(t, score, extras)?;
+            if *scores {
+                episode[i].push((slot, *pushes));
+            }
+            *pushes += 1;
+            Ok(())
+        };
+        match nstep.get_mut(i) {
+            None => store(t, &[])?,
+            Some(acc) => acc.push(t, |nt, discount| store(&nt, &[&[discount]]))?,
+        }
+        if t.terminated || t.truncated {
+            self.end_episode(i, replay)?;
+        }
+        Ok(())
+    }
+
+    /// Gives every transition of sub-environment `i`'s episode still in the buffer the
+    /// episode's return.
+    fn end_episode<S: Sampler>(&mut self, i: usize, replay: &mut ReplayBuffer<S>) -> Result<()> {
+        let ret = std::mem::take(&mut self.running[i]);
+        if self.scores {
+            for &(slot, seq) in &self.episode[i] {
+                if self.pushes - seq <= self.capacity {
+                    replay.sampler_mut().set_score(slot, ret)?;
+                }
+            }
+            self.episode[i].clear();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,303 @@
+//! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
+//! [`OffPolicyLearner`] glue around the update of [`super::update`].
+
+use super::update::{ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs};
+use super::{SacConfig, UpdateSchedule};
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::config::Validate;
+use crate::devices::Devices;
+use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
+use crate::optimizer::OptimizerKind;
+use crate::tensors::{column, matrix};
+use crate::worker::Worker;
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use ember_core::{Batch, EmberRng, Error, Result, Space};
+use ember_nn::{
+    CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
+    Temperature, hard_target,
+};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A SAC learner and agent, built by [`SacConfig::build`]. Learns on `devices.learn`
+/// (with autodiff), acts on `devices.act` through an inference copy refreshed every
+/// `sync_every` updates.
+pub struct Sac {
+    config: SacConfig,
+    obs_dim: usize,
+    act_dim: usize,
+    learn: Device,
+    plain: Device,
+    actor: GaussianTanhPolicy,
+    critic: CriticEnsemble,
+    target: CriticEnsemble,
+    temperature: Temperature,
+    actor_optim: ModuleOptimizer,
+    alpha_optim: ModuleOptimizer,
+    /// The critic's optimizer travels to the worker thread with the critic half.
+    critic_optim: Arc<Mutex<ModuleOptimizer>>,
+    alpha: f64,
+    target_entropy: f64,
+    noise_rng: EmberRng,
+    act_rng: EmberRng,
+    acting: ActingCopy<GaussianTanhPolicy>,
+    /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
+    worker: Option<Worker>,
+    progress: Progress,
+}
+
+impl std::fmt::Debug for Sac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sac")
+            .field("config", &self.config)
+            .field("alpha", &self.alpha)
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sac {
+    pub(super) fn new(
+        config: &SacConfig,
+        obs_space: &Space,
+        action_space: &Space,
+        devices: &Devices,
+    ) -> Result<Sac> {
+        config.validate()?;
+        let Space::Box(bounds) = action_space else {
+            return Err(Error::invalid(
+                "SAC action space",
+                action_space,
+                "a Box (continuous) space",
+            ));
+        };
+        let obs_dim = obs_space.flat_dim();
+        let act_dim = bounds.dim();
+        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let actor = GaussianTanhPolicyConfig::new(obs_dim, act_dim)
+            .with_hidden(config.hidden.clone())
+            .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
+            .init(&learn)?;
+        let critic =
+            CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone()).init(&learn)?;
+        let target = hard_target(&critic);
+        let temperature = Temperature::new(config.init_alpha, &learn)?;
+        let adam = || OptimizerKind::Adam.build(0.0, &learn);
+        let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
+        let mut rng = EmberRng::seed_from(config.seed);
+        Ok(Sac {
+            obs_dim,
+            act_dim,
+            actor,
+            critic,
+            target,
+            temperature,
+            actor_optim: adam(),
+            alpha_optim: adam(),
+            critic_optim: Arc::new(Mutex::new(adam())),
+            alpha: config.init_alpha,
+            target_entropy: config.target_entropy.unwrap_or(-(act_dim as f64)),
+            noise_rng: rng.fork(1),
+            act_rng: rng.fork(2),
+            acting,
+            worker: None,
+            progress: Progress::default(),
+            learn,
+            plain,
+            config: config.clone(),
+        })
+    }
+
+    /// The current temperature α.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// The actor being trained.
+    pub fn actor(&self) -> &GaussianTanhPolicy {
+        &self.actor
+    }
+
+    /// The critic ensemble being trained.
+    pub fn critic(&self) -> &CriticEnsemble {
+        &self.critic
+    }
+
+    /// The target critics.
+    pub fn target_critic(&self) -> &CriticEnsemble {
+        &self.target
+    }
+
+    /// The config this learner was built with.
+    pub fn config(&self) -> &SacConfig {
+        &self.config
+    }
+
+    /// The update's tensors from a checked batch, with noise drawn from `rng`.
+    fn inputs(&self, batch: &Batch, rng: &mut EmberRng) -> Inputs {
+        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
+        let mut noise = Vec::with_capacity(2 * b * a);
+        ember_nn::noise::fill_standard_normal(2 * b * a, rng, &mut noise);
+        let (noise_next, noise_pi) = noise.split_at(b * a);
+        Inputs {
+            obs: matrix(&batch.obs, b, o, &self.learn),
+            action: matrix(&batch.action, b, a, &self.learn),
+            next_obs: matrix(&batch.next_obs, b, o, &self.plain),
+            reward: column(&batch.reward, &self.plain),
+            terminated: column(&batch.terminated, &self.plain),
+            discount: (!batch.discount.is_empty()).then(|| column(&batch.discount, &self.plain)),
+            weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
+            noise_next: matrix(noise_next, b, a, &self.plain),
+            noise_pi: matrix(noise_pi, b, a, &self.learn),
+        }
+    }
+
+    /// Runs both halves on the configured schedule.
+    fn run_halves(&mut self, job: CriticJob, x: &Inputs, step: u64) -> Result<(CriticDone, ActorDone)> {
+        let lr = self.config.learning_rate;
+        let frozen = self.critic.clone().no_grad();
+        let actor_job = ActorJob {
+            actor: &self.actor,
+            temperature: Some(&self.temperature).filter(|_| self.config.auto_alpha),
+            frozen_critic: &frozen,
+            x,
+            alpha: self.alpha,
+            target_entropy: self.target_entropy,
+            step,
+        };
+        let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
+        Ok(match self.config.update_schedule {
+            UpdateSchedule::Sequential => {
+                // Both losses are checked before either network steps: the critic's
+                // gradients first, then the actor half, whose gate decides both steps.
+                let (c_loss, c_grads, td) = job.grads();
+                let c_ok = c_loss.is_ok();
+                let mut both = false;
+                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |a_ok| {
+                    both = a_ok && c_ok;
+                    both
+                });
+                (job.finish(c_loss, c_grads, td, both), actor)
+            }
+            UpdateSchedule::Parallel => {
+                let gate = Arc::new(Gate::default());
+                let mut critic_arrival = Arrival(gate.clone(), false);
+                let mut actor_arrival = Arrival(gate, false);
+                if self.worker.is_none() {
+                    self.worker = Some(Worker::spawn("ember-sac-critic")?);
+                }
+                let worker = self.worker.as_ref().expect("started above");
+                let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
+                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| actor_arrival.both_ok(ok));
+                drop(actor_arrival);
+                (critic.wait(&format!("SAC critic half of update {step}"))?, actor)
+            }
+        })
+    }
+}
+
+impl Checkpoint for Sac {
+    /// `actor`, `critic`, `target_critic` and `temperature` safetensors files.
+    fn save_networks(&self, dir: &Path) -> Result<()> {
+        save_module(&self.actor, dir, "actor")?;
+        save_module(&self.critic, dir, "critic")?;
+        save_module(&self.target, dir, "target_critic")?;
+        save_module(&self.temperature, dir, "temperature")
+    }
+
+    fn load_networks(&mut self, dir: &Path) -> Result<()> {
+        let actor = load_module(self.actor.clone(), dir, "actor")?;
+        let critic = load_module(self.critic.clone(), dir, "critic")?;
+        let target = load_module(self.target.clone(), dir, "target_critic")?;
+        let temperature = load_module(self.temperature.clone(), dir, "temperature")?;
+        self.alpha = temperature.alpha();
+        self.acting.refresh(&actor);
+        (self.actor, self.critic, self.target) = (actor, critic, target);
+        self.temperature = temperature;
+        Ok(())
+    }
+}
+
+impl Agent for Sac {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let out = out.continuous_mut("SAC")?;
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+        let policy = self.acting.module();
+        if explore {
+            policy.act_host(x, &mut self.act_rng, out);
+        } else {
+            *out = crate::tensors::host(policy.deterministic(x));
+        }
+        Ok(())
+    }
+}
+
+impl OffPolicyLearner for Sac {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        batch.check(self.obs_dim, self.act_dim)?;
+        // Noise comes from a copy of the generator, kept only if the update succeeds.
+        let mut rng = self.noise_rng.clone();
+        let x = self.inputs(batch, &mut rng);
+        let job = CriticJob {
+            critic: self.critic.clone(),
+            target: self.target.clone(),
+            optim: self.critic_optim.clone(),
+            actor: self.actor.valid(),
+            x: x.clone(),
+            lr: self.config.learning_rate,
+            alpha: self.alpha,
+            gamma: self.config.gamma,
+            tau: self.config.tau,
+            step,
+        };
+        let (critic, actor) = self.run_halves(job, &x, step)?;
+        let critic_loss = critic.loss?;
+        let actor_loss = actor.actor_loss?;
+        let alpha_loss = actor.alpha_loss.transpose()?;
+        let new_actor = actor.actor.ok_or_else(|| Error::panicked(
+            format!("SAC update {step}"),
+            &"the actor step did not run although both losses were finite",
+        ))?;
+        // Everything succeeded: commit.
+        self.critic = critic.critic;
+        self.target = critic.target;
+        self.actor = new_actor;
+        if let Some(t) = actor.temperature {
+            self.alpha = t.alpha();
+            self.temperature = t;
+        }
+        self.noise_rng = rng;
+        self.acting.after_update(&self.actor);
+        let mut m = Metrics::default();
+        m.push("critic_loss", critic_loss);
+        m.push("actor_loss", actor_loss);
+        if let Some(l) = alpha_loss {
+            m.push("alpha_loss", l);
+        }
+        m.push("alpha", self.alpha);
+        Ok(Update {
+            metrics: m,
+            td_errors: Some(critic.td_errors),
+        })
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        Some(self.config.gamma)
+    }
+
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        Some(self)
+    }
+}

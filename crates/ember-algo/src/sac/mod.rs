@@ -1,0 +1,32 @@
+//! Soft actor-critic (Haarnoja et al. 2018) with twin critics as one fused ensemble,
+//! automatic temperature and Polyak targets.
+//!
+//! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
+//! (the two halves of one update and the gate between them), `learner` (the [`Sac`]
+//! learner: state, acting, checkpoints, the trait glue).
+//!
+//! ## Update semantics
+//! One update uses the parameters from *before* the update everywhere — the original SAC's
+//! simultaneous update (TensorFlow ran all steps in one `session.run`):
+//! - the soft target `y = r + γ(1 − d)(min Q̄(s', a') − α log π(a'|s'))` uses the actor and
+//!   the temperature from before this update;
+//! - the critic step regresses `Q(s, a)` on `y`;
+//! - the actor step minimises `α log π(a|s) − min Q(s, a)` through the critic from before
+//!   this update's critic step (its weights get no gradient), and the temperature step
+//!   uses the same `log π(a|s)`;
+//! - then the targets move: `Q̄ ← (1 − τ) Q̄ + τ Q`.
+//!
+//! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
+//! step on one thread and the actor + temperature step on another. The noise of both is
+//! drawn on the host before either starts, so the parallel schedule computes exactly what
+//! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked
+//! before any parameter changes: a NaN or infinite loss returns
+//! [`ember_core::Error::Diverged`] and leaves the learner as it was.
+
+
+mod config;
+mod learner;
+mod update;
+
+pub use config::{SacConfig, UpdateSchedule};
+pub use learner::Sac;

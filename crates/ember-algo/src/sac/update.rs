@@ -1,0 +1,233 @@
+//! The two halves of one SAC update (module docs of [`crate::sac`]) and the gate at which
+//! they agree that both losses are finite before either steps. Each half works on shared
+//! handles (clones) of the learner's networks and hands back stepped ones: nothing is taken
+//! out of the learner, so an error or a panic in either half leaves it as it was.
+
+use crate::optimizer::step_in_place;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::Tensor;
+use ember_core::Result;
+use ember_loss::{
+    checked_loss, ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted,
+    sac_target, sac_target_discounted, sac_temperature_loss,
+};
+use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// One update's inputs, on the devices where they are used.
+#[derive(Clone)]
+pub(super) struct Inputs {
+    pub obs: Tensor<2>,
+    pub action: Tensor<2>,
+    pub next_obs: Tensor<2>,
+    pub reward: Tensor<2>,
+    pub terminated: Tensor<2>,
+    /// Per-row bootstrap discounts (n-step), or `None` for the config's γ.
+    pub discount: Option<Tensor<2>>,
+    /// Importance weights, or `None` when all are 1.
+    pub weights: Option<Tensor<2>>,
+    pub noise_next: Tensor<2>,
+    pub noise_pi: Tensor<2>,
+}
+
+/// The critic half of an update, owning what it reads so that it can run on the worker
+/// thread: soft target, critic loss and gradients, critic step, Polyak targets.
+pub(super) struct CriticJob {
+    pub critic: CriticEnsemble,
+    pub target: CriticEnsemble,
+    pub optim: Arc<Mutex<ModuleOptimizer>>,
+    /// The actor from before this update, without autodiff (for `a' ~ π(·|s')`).
+    pub actor: GaussianTanhPolicy,
+    pub x: Inputs,
+    pub lr: f64,
+    pub alpha: f64,
+    pub gamma: f64,
+    pub tau: f64,
+    pub step: u64,
+}
+
+/// What the critic half hands back: the stepped critic and targets (unchanged when the
+/// gate said no), its loss and the per-row TD errors.
+pub(super) struct CriticDone {
+    pub critic: CriticEnsemble,
+    pub target: CriticEnsemble,
+    pub loss: Result<f64>,
+    pub td_errors: Vec<f32>,
+}
+
+impl CriticJob {
+    /// The soft TD target (no graph is built), the critic loss, its gradients and the TD
+    /// errors.
+    pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
+        let x = &self.x;
+        let (next_action, next_log_prob) =
+            self.actor.sample(x.next_obs.clone(), x.noise_next.clone());
+        let next_q = self.target.min_q(x.next_obs.clone(), next_action);
+        let (r, d) = (x.reward.clone(), x.terminated.clone());
+        let y = match &x.discount {
+            None => sac_target(r, d, next_q, next_log_prob, self.alpha, self.gamma),
+            Some(disc) => sac_target_discounted(r, d, next_q, next_log_prob, self.alpha, disc.clone()),
+        };
+        let y = Tensor::from_inner(y);
+        let q = self.critic.forward(x.obs.clone(), x.action.clone());
+        let td_errors = crate::tensors::host(ensemble_td_errors(q.clone(), y.clone()));
+        let loss = match &x.weights {
+            None => sac_critic_loss(q, y),
+            Some(w) => sac_critic_loss_weighted(q, y, w.clone()),
+        };
+        let value = checked_loss("critic loss", &loss, self.step);
+        let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
+        (value, grads, td_errors)
+    }
+
+    /// Steps the critic and moves the targets when `ok` (both halves' losses finite).
+    pub(super) fn finish(self, loss: Result<f64>, grads: GradientsParams, td: Vec<f32>, ok: bool) -> CriticDone {
+        let CriticJob {
+            mut critic,
+            mut target,
+            optim,
+            lr,
+            tau,
+            ..
+        } = self;
+        if ok {
+            let mut optim = optim.lock().unwrap_or_else(|e| e.into_inner());
+            crate::faults::site("sac.critic_step");
+            step_in_place(&mut optim, lr, &mut critic, grads);
+            target = polyak_update(target, &critic, tau);
+        }
+        CriticDone {
+            critic,
+            target,
+            loss,
+            td_errors: td,
+        }
+    }
+
+    /// The whole half: gradients, `gate` (told whether this half's loss is finite, says
+    /// whether both are), step.
+    pub(super) fn run(self, gate: impl FnOnce(bool) -> bool) -> CriticDone {
+        let (loss, grads, td) = self.grads();
+        let ok = gate(loss.is_ok());
+        self.finish(loss, grads, td, ok)
+    }
+}
+
+/// The actor + temperature half's inputs.
+pub(super) struct ActorJob<'a> {
+    pub actor: &'a GaussianTanhPolicy,
+    /// The temperature when it is learnt.
+    pub temperature: Option<&'a Temperature>,
+    /// The critic from before this update, its weights frozen (gradients flow through
+    /// the action only).
+    pub frozen_critic: &'a CriticEnsemble,
+    pub x: &'a Inputs,
+    pub alpha: f64,
+    pub target_entropy: f64,
+    pub step: u64,
+}
+
+/// What the actor half hands back: stepped clones (when the gate said yes) and losses.
+pub(super) struct ActorDone {
+    pub actor: Option<GaussianTanhPolicy>,
+    pub temperature: Option<Temperature>,
+    pub actor_loss: Result<f64>,
+    pub alpha_loss: Option<Result<f64>>,
+}
+
+impl ActorJob<'_> {
+    /// Losses and gradients; `gate` (told whether both losses are finite) decides the step,
+    /// which works on clones through `actor_opt` and `alpha_opt`.
+    pub(super) fn run(
+        self,
+        actor_opt: &mut ModuleOptimizer,
+        alpha_opt: &mut ModuleOptimizer,
+        lr: f64,
+        gate: &mut dyn FnMut(bool) -> bool,
+    ) -> ActorDone {
+        let x = self.x;
+        let (action, log_prob) = self.actor.sample(x.obs.clone(), x.noise_pi.clone());
+        let min_q = self.frozen_critic.min_q(x.obs.clone(), action);
+        let actor_loss = sac_actor_loss(log_prob.clone(), min_q, self.alpha);
+        let actor_value = checked_loss("actor loss", &actor_loss, self.step);
+        let (total, alpha_value) = match self.temperature {
+            Some(t) => {
+                let l = sac_temperature_loss(t.log_alpha.val(), log_prob, self.target_entropy);
+                let v = checked_loss("temperature loss", &l, self.step);
+                (actor_loss + l, Some(v))
+            }
+            None => (actor_loss, None),
+        };
+        let ok = actor_value.is_ok() && !matches!(alpha_value, Some(Err(_)));
+        let mut grads = total.backward();
+        let actor_grads = GradientsParams::from_module(&mut grads, self.actor);
+        let t_grads = self
+            .temperature
+            .map(|t| GradientsParams::from_module(&mut grads, t));
+        let mut done = ActorDone {
+            actor: None,
+            temperature: None,
+            actor_loss: actor_value,
+            alpha_loss: alpha_value,
+        };
+        if gate(ok) {
+            let mut actor = self.actor.clone();
+            crate::faults::site("sac.actor_step");
+            step_in_place(actor_opt, lr, &mut actor, actor_grads);
+            done.actor = Some(actor);
+            if let (Some(t), Some(g)) = (self.temperature, t_grads) {
+                let mut t = t.clone();
+                step_in_place(alpha_opt, lr, &mut t, g);
+                done.temperature = Some(t);
+            }
+        }
+        done
+    }
+}
+
+/// Two threads agreeing that both halves of an update succeeded before either steps.
+/// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
+/// half never waits forever.
+#[derive(Default)]
+pub(super) struct Gate {
+    /// (halves arrived, all arrived halves succeeded)
+    state: Mutex<(u8, bool)>,
+    both_arrived: Condvar,
+}
+
+impl Gate {
+    /// Reports this half's success, waits for the other half, and says whether both
+    /// succeeded.
+    fn both_ok(&self, mine: bool) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.1 = if s.0 == 0 { mine } else { s.1 && mine };
+        s.0 += 1;
+        if s.0 == 2 {
+            self.both_arrived.notify_all();
+        }
+        while s.0 < 2 {
+            s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.1
+    }
+}
+
+/// One half's place at the [`Gate`]: it arrives at most once, and as failed when dropped
+/// without arriving (its half panicked).
+pub(super) struct Arrival(pub Arc<Gate>, pub bool);
+
+impl Arrival {
+    /// Arrives with this half's success; says whether both halves succeeded.
+    pub(super) fn both_ok(&mut self, mine: bool) -> bool {
+        self.1 = true;
+        self.0.both_ok(mine)
+    }
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.both_ok(false);
+        }
+    }
+}
