@@ -7,7 +7,7 @@
 //! same window.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ember::algo::{OffPolicyLearner, Sac, SacConfig, UpdateSchedule};
+use ember::algo::{OffPolicyLearner, SacConfig, UpdateSchedule};
 use ember::backend::DeviceSpec;
 use ember::core::{Batch, BoxSpace, EmberRng, Space};
 use std::time::Duration;
@@ -68,7 +68,9 @@ fn sac_update(c: &mut Criterion) {
                 update_schedule: schedule,
                 ..SacConfig::default()
             };
-            let mut sac = Sac::new(&config, &obs, &act, &device, &device).unwrap();
+            let mut sac = config
+                .build(&obs, &act, &ember::algo::Devices::same(&device))
+                .unwrap();
             let label = format!("{schedule:?}").to_lowercase();
             let mut step = 0u64;
             g.bench_function(format!("{label}_{}_b256", name(spec)), |b| {

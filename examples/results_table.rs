@@ -5,13 +5,12 @@
 //! `cargo run --release --example results_table -- [backends…] [--only NAME]`
 //! (backends: `flex` (default), `ndarray`, `tch:cpu` with `--features tch`).
 
-use ember::algo::{
-    A2cConfig, Dqn, DqnConfig, OffPolicyConfig, OnPolicyConfig, ReinforceConfig, Sac, SacConfig,
-    TrainReport, train_off_policy, train_on_policy,
-};
+#[path = "common/zoo.rs"]
+mod zoo;
+
+use ember::algo::TrainReport;
 use ember::backend::DeviceSpec;
 use ember::core::Result;
-use ember::env::{SyncVecEnv, VecEnv};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -57,67 +56,11 @@ const TASKS: &[Task] = &[
 ];
 
 fn run(task: &Task, spec: DeviceSpec) -> Result<TrainReport> {
-    let device = spec.device()?;
-    let eval = |total: u64| (total / 10).max(1);
-    match task.algo {
-        "SAC" => {
-            let (config, trainer) = SacConfig::zoo(task.env)?;
-            let trainer = OffPolicyConfig {
-                eval_every: eval(trainer.total_steps),
-                ..trainer
-            };
-            let mut env = SyncVecEnv::from_id(task.env, 1)?;
-            let (o, a) = (
-                env.single_observation_space().clone(),
-                env.single_action_space().clone(),
-            );
-            let mut sac = Sac::new(&config, &o, &a, &device, &device)?;
-            train_off_policy(&mut sac, &mut env, task.env, &trainer)
-        }
-        "DQN" => {
-            let (config, trainer) = DqnConfig::zoo(task.env)?;
-            let trainer = OffPolicyConfig {
-                eval_every: eval(trainer.total_steps),
-                ..trainer
-            };
-            let mut env = SyncVecEnv::from_id(task.env, 1)?;
-            let (o, a) = (
-                env.single_observation_space().clone(),
-                env.single_action_space().clone(),
-            );
-            let mut dqn = Dqn::new(&config, &o, &a, &device, &device)?;
-            train_off_policy(&mut dqn, &mut env, task.env, &trainer)
-        }
-        "A2C" => {
-            let (config, trainer, envs) = A2cConfig::zoo(task.env)?;
-            let trainer = OnPolicyConfig {
-                eval_every: eval(trainer.total_steps),
-                ..trainer
-            };
-            let mut env = SyncVecEnv::from_id(task.env, envs)?;
-            let (o, a) = (
-                env.single_observation_space().clone(),
-                env.single_action_space().clone(),
-            );
-            let mut learner = config.build(&o, &a, &device, &device)?;
-            train_on_policy(&mut learner, &mut env, task.env, &trainer)
-        }
-        _ => {
-            let trainer = OnPolicyConfig {
-                total_steps: 400_000,
-                n_steps: 1000,
-                eval_every: 40_000,
-                ..OnPolicyConfig::default()
-            };
-            let mut env = SyncVecEnv::from_id(task.env, 8)?;
-            let (o, a) = (
-                env.single_observation_space().clone(),
-                env.single_action_space().clone(),
-            );
-            let mut learner = ReinforceConfig::default().build(&o, &a, &device, &device)?;
-            train_on_policy(&mut learner, &mut env, task.env, &trainer)
-        }
-    }
+    let options = zoo::RunOptions {
+        evaluate: true,
+        ..zoo::RunOptions::default()
+    };
+    zoo::run(task.algo, task.env, &spec.device()?, &options)
 }
 
 fn main() -> Result<()> {

@@ -7,8 +7,8 @@ use crate::learner::AdvantageMode;
 use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
-use ember_nn::Activation;
 use ember_core::{Error, Result, Space};
+use ember_nn::Activation;
 use serde::{Deserialize, Serialize};
 
 /// A2C hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).

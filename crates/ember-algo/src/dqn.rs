@@ -309,7 +309,12 @@ impl OffPolicyLearner for Dqn {
         let value = checked_loss("DQN loss", &loss, step)?;
         let grads = GradientsParams::from_grads(loss.backward(), &self.q);
         crate::faults::site("dqn.step");
-        step_in_place(&mut self.optim, self.config.learning_rate, &mut self.q, grads);
+        step_in_place(
+            &mut self.optim,
+            self.config.learning_rate,
+            &mut self.q,
+            grads,
+        );
         self.acting.after_update(&self.q);
         let mut m = Metrics::default();
         m.push("loss", value);

@@ -82,16 +82,16 @@ pub fn evaluate_env(
 ///
 /// # Errors
 /// The factory's own error, or [`Error::InvalidArgument`] naming the space that differs.
-pub(crate) fn check_eval_env(
-    train: &dyn ember_env::VecEnv,
-    eval: &dyn EnvFactory,
-) -> Result<()> {
+pub(crate) fn check_eval_env(train: &dyn ember_env::VecEnv, eval: &dyn EnvFactory) -> Result<()> {
     let env = eval.make()?;
     if env.observation_space() != train.single_observation_space() {
         return Err(Error::invalid(
             "evaluation environment observation space",
             env.observation_space(),
-            format!("the training environment's {}", train.single_observation_space()),
+            format!(
+                "the training environment's {}",
+                train.single_observation_space()
+            ),
         ));
     }
     if env.action_space() != train.single_action_space() {

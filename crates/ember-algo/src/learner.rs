@@ -130,7 +130,11 @@ impl RolloutBatch {
         }
         let n = self.len;
         Error::check_len("rollout.obs (len × obs_dim)", n * obs_dim, self.obs.len())?;
-        Error::check_len("rollout.actions (len × act_dim)", n * act_dim, self.actions.len())?;
+        Error::check_len(
+            "rollout.actions (len × act_dim)",
+            n * act_dim,
+            self.actions.len(),
+        )?;
         Error::check_len("rollout.advantages", n, self.advantages.len())?;
         Error::check_len("rollout.returns", n, self.returns.len())?;
         for (name, values, width) in [

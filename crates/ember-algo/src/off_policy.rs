@@ -30,7 +30,8 @@ pub struct OffPolicyConfig {
     pub gradient_steps: usize,
     /// Evaluate every this many env steps (0: only at the end).
     pub eval_every: u64,
-    /// Deterministic episodes per evaluation.
+    /// Deterministic episodes per evaluation (0: no evaluation at all, e.g. to time
+    /// training alone).
     pub eval_episodes: usize,
     /// Stop early once an evaluation's mean return reaches this (`None`: run the budget).
     pub target_return: Option<f64>,
@@ -67,7 +68,7 @@ impl Validate for OffPolicyConfig {
         check_positive("batch_size", self.batch_size)?;
         check_positive("train_freq", self.train_freq as usize)?;
         check_positive("gradient_steps", self.gradient_steps)?;
-        check_positive("eval_episodes", self.eval_episodes)?;
+        crate::report::check_eval_settings(self.eval_episodes, self.target_return)?;
         self.replay.validate()?;
         self.checkpoint.validate()?;
         if self.batch_size > self.replay.capacity {
@@ -148,7 +149,11 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
     Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
     let space = env.single_action_space().clone();
     let act_dim = stored_action_dim(&space);
-    Error::check_len("replay observation width", obs_dim, replay.storage().obs_dim())?;
+    Error::check_len(
+        "replay observation width",
+        obs_dim,
+        replay.storage().obs_dim(),
+    )?;
     Error::check_len("replay action width", act_dim, replay.storage().act_dim())?;
     crate::evaluate::check_eval_env(env, eval_env)?;
     let gamma = n_step_gamma(learner, config)?;
@@ -178,7 +183,10 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
         if start.env_steps + report.env_steps < config.learning_starts {
             random_actions(&space, n, &mut rng, &mut actions);
         } else {
-            Error::catch(|| "the learner's act".into(), || learner.act(&obs, true, &mut actions))?;
+            Error::catch(
+                || "the learner's act".into(),
+                || learner.act(&obs, true, &mut actions),
+            )?;
         }
         let step = env.step(actions.as_vec_actions())?;
         for i in 0..n {

@@ -22,7 +22,8 @@ pub struct OnPolicyConfig {
     pub n_steps: usize,
     /// Evaluate every this many env steps (0: only at the end).
     pub eval_every: u64,
-    /// Deterministic episodes per evaluation.
+    /// Deterministic episodes per evaluation (0: no evaluation at all, e.g. to time
+    /// training alone).
     pub eval_episodes: usize,
     /// Stop early once an evaluation's mean return reaches this (`None`: run the budget).
     pub target_return: Option<f64>,
@@ -50,7 +51,7 @@ impl Validate for OnPolicyConfig {
     fn validate(&self) -> Result<()> {
         check_positive("total_steps", self.total_steps as usize)?;
         check_positive("n_steps", self.n_steps)?;
-        check_positive("eval_episodes", self.eval_episodes)?;
+        crate::report::check_eval_settings(self.eval_episodes, self.target_return)?;
         self.checkpoint.validate()
     }
 }
@@ -123,7 +124,10 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         buf.clear();
         for _ in 0..config.n_steps {
             buf.obs.extend_from_slice(&obs);
-            Error::catch(|| "the learner's act".into(), || learner.act(&obs, true, &mut actions))?;
+            Error::catch(
+                || "the learner's act".into(),
+                || learner.act(&obs, true, &mut actions),
+            )?;
             let step = env.step(actions.as_vec_actions())?;
             for (i, resetting) in resetting.iter_mut().enumerate() {
                 actions.write_row(i, act_dim, &mut row);
@@ -143,7 +147,10 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         buf.obs.extend_from_slice(&obs);
         report.env_steps += (n * config.n_steps) as u64;
         learner.progress().env_steps += (n * config.n_steps) as u64;
-        let values = Error::catch(|| "the learner's values".into(), || learner.values(&buf.obs))?;
+        let values = Error::catch(
+            || "the learner's values".into(),
+            || learner.values(&buf.obs),
+        )?;
         advantages(
             learner.advantage_mode(),
             &buf,

@@ -4,11 +4,11 @@
 //! over host memory instead of burn's ~13 tensor passes (each allocating a buffer). On
 //! libtorch and GPUs burn's `Adam` runs where the tensors are.
 
-use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::module::Module;
+use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{
-    AdamConfig, GradientsParams, LearningRate, ModuleOptimizer, Optimizer, RecordState, RmsPropConfig, StateSink,
-    StateSource,
+    AdamConfig, GradientsParams, LearningRate, ModuleOptimizer, Optimizer, RecordState,
+    RmsPropConfig, StateSink, StateSource,
 };
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};

@@ -193,7 +193,9 @@ impl OnPolicyLearner for PolicyGradient {
             let scale = 1.0 / (var.sqrt() + 1e-8);
             adv.iter_mut().for_each(|a| *a = (*a - mean) * scale);
         }
-        let (logits, values) = self.net.forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
+        let (logits, values) = self
+            .net
+            .forward(matrix(&batch.obs, n, self.obs_dim, &self.learn));
         let (log_prob, entropy) =
             evaluate_logits(logits, index_vector(&batch.actions, &self.learn));
         let entropy_value = entropy.clone().mean().into_scalar::<f64>();

@@ -6,8 +6,8 @@ use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
-use ember_nn::Activation;
 use ember_core::{Result, Space};
+use ember_nn::Activation;
 use serde::{Deserialize, Serialize};
 
 /// REINFORCE hyper-parameters.

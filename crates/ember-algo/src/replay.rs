@@ -14,8 +14,8 @@
 use crate::config::{Validate, check_positive, check_range};
 use ember_core::{Error, Result, Transition};
 use ember_replay::{
-    AnySampler, ColumnSpec, NStep, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage,
-    Sampler, Uniform,
+    AnySampler, ColumnSpec, NStep, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler,
+    Uniform,
 };
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,24 @@ pub enum ReplayKind {
     Prioritized,
     /// Return-weighted without replacement (see the module docs for the scores).
     ReturnWeighted,
+}
+
+impl std::str::FromStr for ReplayKind {
+    type Err = Error;
+
+    /// `uniform`, `prioritized` or `return_weighted` (as in a config file).
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "uniform" => Ok(ReplayKind::Uniform),
+            "prioritized" => Ok(ReplayKind::Prioritized),
+            "return_weighted" => Ok(ReplayKind::ReturnWeighted),
+            other => Err(Error::invalid(
+                "replay kind",
+                other,
+                "uniform, prioritized or return_weighted",
+            )),
+        }
+    }
 }
 
 /// The `[replay]` section of an off-policy config.
@@ -150,12 +168,17 @@ impl EpisodeWriter {
                 .first()
                 .is_some_and(|c| c.name != DISCOUNT_COLUMN || c.width != 1)
         {
-            let names: Vec<String> = columns.iter().map(|c| format!("{}×{}", c.name, c.width)).collect();
+            let names: Vec<String> = columns
+                .iter()
+                .map(|c| format!("{}×{}", c.name, c.width))
+                .collect();
             return Err(Error::invalid(
                 "replay buffer extra columns",
                 format!("[{}]", names.join(", ")),
                 if n_step > 1 {
-                    format!("exactly one column `{DISCOUNT_COLUMN}` of width 1 for n_step = {n_step} (ReplayConfig::build adds it)")
+                    format!(
+                        "exactly one column `{DISCOUNT_COLUMN}` of width 1 for n_step = {n_step} (ReplayConfig::build adds it)"
+                    )
                 } else {
                     "no extra columns for one-step transitions".into()
                 },

@@ -121,7 +121,7 @@ impl<'a> EvalSchedule<'a> {
         agent: &mut dyn crate::agent::Agent,
         report: &mut TrainReport,
     ) -> ember_core::Result<bool> {
-        if report.env_steps < self.next {
+        if report.env_steps < self.next || self.episodes == 0 {
             return Ok(false);
         }
         self.next += self.every;
@@ -137,7 +137,7 @@ impl<'a> EvalSchedule<'a> {
         mut report: TrainReport,
         episodes: &EpisodeTracker,
     ) -> ember_core::Result<TrainReport> {
-        if report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
+        if self.episodes > 0 && report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
             self.run(agent, &mut report)?;
         }
         report.episodes = episodes.episodes;
@@ -159,4 +159,19 @@ impl<'a> EvalSchedule<'a> {
         });
         Ok(())
     }
+}
+
+/// `eval_episodes = 0` turns evaluation off, which a `target_return` needs.
+pub(crate) fn check_eval_settings(episodes: usize, target: Option<f64>) -> ember_core::Result<()> {
+    if let Some(t) = target {
+        ember_core::Error::check_finite(|| "target_return".into(), t)?;
+        if episodes == 0 {
+            return Err(ember_core::Error::invalid(
+                "eval_episodes",
+                0,
+                ">= 1 (target_return stops training at an evaluation)",
+            ));
+        }
+    }
+    Ok(())
 }

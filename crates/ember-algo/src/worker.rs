@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn a_panicking_job_is_an_error_and_the_worker_goes_on() {
         let w = Worker::spawn("test-worker").unwrap();
-        let e = w.submit(|| panic!("boom")).wait("the job").map(|()| ()).unwrap_err();
+        let e = w.submit(|| panic!("boom")).wait("the job").unwrap_err();
         assert!(e.to_string().contains("the job panicked: boom"), "{e}");
         assert_eq!(w.submit(|| 1).wait("d").unwrap(), 1);
     }

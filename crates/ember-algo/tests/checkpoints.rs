@@ -121,7 +121,9 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
     let device = flex();
     let e = env("CartPole-v1");
     let (obs, act) = (e.single_observation_space(), e.single_action_space());
-    let mut dqn = DqnConfig::default().build(obs, act, &common::same(&device)).unwrap();
+    let mut dqn = DqnConfig::default()
+        .build(obs, act, &common::same(&device))
+        .unwrap();
     let before = probe(&mut dqn, 4);
 
     let missing = temp_dir("missing");
@@ -132,8 +134,13 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
     // A folder of another learner: the info loads, the network file is missing.
     let dir = temp_dir("wrong-kind");
     let pendulum = env("Pendulum-v1");
-    let sac = SacConfig::default().build(pendulum.single_observation_space(), pendulum.single_action_space(), &common::same(&device))
-    .unwrap();
+    let sac = SacConfig::default()
+        .build(
+            pendulum.single_observation_space(),
+            pendulum.single_action_space(),
+            &common::same(&device),
+        )
+        .unwrap();
     let info = CheckpointInfo {
         env_steps: 1,
         updates: 1,
@@ -207,7 +214,9 @@ impl VecEnv for PoisonedRewards {
 
 fn default_dqn(env: &dyn VecEnv, device: &burn::tensor::Device) -> Dqn {
     let (obs, act) = (env.single_observation_space(), env.single_action_space());
-    DqnConfig::default().build(obs, act, &common::same(&device)).unwrap()
+    DqnConfig::default()
+        .build(obs, act, &common::same(device))
+        .unwrap()
 }
 
 fn assert_finite_q(dqn: &Dqn, device: &burn::tensor::Device) {

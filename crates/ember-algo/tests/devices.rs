@@ -16,8 +16,13 @@ fn learn_on_ndarray_act_on_flex() {
         learning_rate: 1e-3,
         ..DqnConfig::default()
     };
-    let mut dqn = config.build(env.single_observation_space(), env.single_action_space(), &ember_algo::Devices::new(learn.clone(), act.clone()))
-    .unwrap();
+    let mut dqn = config
+        .build(
+            env.single_observation_space(),
+            env.single_action_space(),
+            &ember_algo::Devices::new(learn.clone(), act.clone()),
+        )
+        .unwrap();
     let trainer = OffPolicyConfig {
         total_steps: 600,
         learning_starts: 100,

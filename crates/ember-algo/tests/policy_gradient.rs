@@ -27,7 +27,9 @@ fn a2c_with_a_shared_trunk_and_reinforce_without_baseline_train() {
         shared_trunk: true,
         ..A2cConfig::default()
     };
-    let mut learner = shared.build(&o, &a, &ember_algo::Devices::same(&device)).unwrap();
+    let mut learner = shared
+        .build(&o, &a, &ember_algo::Devices::same(&device))
+        .unwrap();
     assert!(learner.net().trunk.is_some());
     let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
     assert_eq!(report.updates, 2);
@@ -37,7 +39,9 @@ fn a2c_with_a_shared_trunk_and_reinforce_without_baseline_train() {
         baseline: false,
         ..ReinforceConfig::default()
     };
-    let mut learner = plain.build(&o, &a, &ember_algo::Devices::same(&device)).unwrap();
+    let mut learner = plain
+        .build(&o, &a, &ember_algo::Devices::same(&device))
+        .unwrap();
     assert!(learner.net().value.is_none());
     let report = common::train_on(&mut learner, &mut env, "CartPole-v1", &trainer()).unwrap();
     assert!(report.updates >= 1);

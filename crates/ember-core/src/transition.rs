@@ -90,8 +90,16 @@ impl Batch {
         Error::check_len("batch.act_dim", act_dim, self.act_dim)?;
         let n = self.len;
         Error::check_len("batch.obs (len × obs_dim)", n * obs_dim, self.obs.len())?;
-        Error::check_len("batch.next_obs (len × obs_dim)", n * obs_dim, self.next_obs.len())?;
-        Error::check_len("batch.action (len × act_dim)", n * act_dim, self.action.len())?;
+        Error::check_len(
+            "batch.next_obs (len × obs_dim)",
+            n * obs_dim,
+            self.next_obs.len(),
+        )?;
+        Error::check_len(
+            "batch.action (len × act_dim)",
+            n * act_dim,
+            self.action.len(),
+        )?;
         Error::check_len("batch.reward", n, self.reward.len())?;
         Error::check_len("batch.terminated", n, self.terminated.len())?;
         if !self.truncated.is_empty() {
@@ -107,19 +115,30 @@ impl Batch {
         check_finite_column("batch.next_obs", &self.next_obs, obs_dim)?;
         check_finite_column("batch.action", &self.action, act_dim)?;
         check_finite_column("batch.reward", &self.reward, 1)?;
-        for (name, col) in [("batch.terminated", &self.terminated), ("batch.truncated", &self.truncated)] {
+        for (name, col) in [
+            ("batch.terminated", &self.terminated),
+            ("batch.truncated", &self.truncated),
+        ] {
             if let Some(i) = col.iter().position(|&m| m != 0.0 && m != 1.0) {
                 return Err(Error::invalid(format!("{name}[{i}]"), col[i], "0 or 1"));
             }
         }
-        if let Some(i) = self.weights.iter().position(|&w| !(w >= 0.0 && w.is_finite())) {
+        if let Some(i) = self
+            .weights
+            .iter()
+            .position(|&w| !(w >= 0.0 && w.is_finite()))
+        {
             return Err(Error::invalid(
                 format!("batch.weights[{i}]"),
                 self.weights[i],
                 "a finite number >= 0",
             ));
         }
-        if let Some(i) = self.discount.iter().position(|&d| !(0.0..=1.0).contains(&d)) {
+        if let Some(i) = self
+            .discount
+            .iter()
+            .position(|&d| !(0.0..=1.0).contains(&d))
+        {
             return Err(Error::invalid(
                 format!("batch.discount[{i}]"),
                 self.discount[i],
@@ -185,7 +204,8 @@ mod tests {
     #[test]
     fn check_names_the_offending_field() {
         assert!(batch().check(2, 1).is_ok());
-        let cases: [(fn(&mut Batch), &str); 7] = [
+        type Spoil = fn(&mut Batch);
+        let cases: [(Spoil, &str); 7] = [
             (|b| b.obs.pop().map(drop).unwrap_or(()), "batch.obs"),
             (|b| b.reward.push(0.0), "batch.reward"),
             (|b| b.next_obs[3] = f32::NAN, "batch.next_obs[row 1]"),

@@ -30,7 +30,10 @@ struct Builtin<E>(std::marker::PhantomData<fn() -> E>);
 
 impl<E: ClassicEnv + 'static> EnvFactory for Builtin<E> {
     fn make(&self) -> Result<Box<dyn Env>> {
-        Ok(Box::new(TimeLimit::new(E::default(), E::MAX_EPISODE_STEPS)?))
+        Ok(Box::new(TimeLimit::new(
+            E::default(),
+            E::MAX_EPISODE_STEPS,
+        )?))
     }
 }
 
@@ -71,7 +74,11 @@ static REGISTERED: RwLock<BTreeMap<String, Arc<dyn EnvFactory>>> = RwLock::new(B
 /// An empty id, or an id already taken (built in or registered before).
 pub fn register(id: &str, factory: impl EnvFactory + 'static) -> Result<()> {
     if id.trim().is_empty() {
-        return Err(Error::invalid("environment id", format!("{id:?}"), "a non-empty id"));
+        return Err(Error::invalid(
+            "environment id",
+            format!("{id:?}"),
+            "a non-empty id",
+        ));
     }
     let mut map = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
     if builtins().iter().any(|(b, _)| *b == id) || map.contains_key(id) {
@@ -109,7 +116,11 @@ pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
         return Ok(f.clone());
     }
     drop(map);
-    Err(Error::invalid("environment id", id, format!("one of {}", ids().join(", "))))
+    Err(Error::invalid(
+        "environment id",
+        id,
+        format!("one of {}", ids().join(", ")),
+    ))
 }
 
 /// Builds the environment registered as `id` (e.g. `"Pendulum-v1"`). Built-in ids are
@@ -175,24 +186,32 @@ mod tests {
 
     #[test]
     fn a_registered_env_is_found_by_id() {
-        let short = || -> Result<Box<dyn Env>> {
-            Ok(Box::new(TimeLimit::new(Pendulum::default(), 7)?))
-        };
+        let short =
+            || -> Result<Box<dyn Env>> { Ok(Box::new(TimeLimit::new(Pendulum::default(), 7)?)) };
         register("test/ShortPendulum", short).unwrap();
         assert!(ids().contains(&"test/ShortPendulum".to_string()));
         let mut env = make("test/ShortPendulum").unwrap();
         env.reset(Some(3)).unwrap();
         let mut n = 1;
-        while !env.step(ember_core::Action::Continuous(&[0.0])).unwrap().truncated {
+        while !env
+            .step(ember_core::Action::Continuous(&[0.0]))
+            .unwrap()
+            .truncated
+        {
             n += 1;
         }
         assert_eq!(n, 7);
-        let e = register("test/ShortPendulum", short).unwrap_err().to_string();
+        let e = register("test/ShortPendulum", short)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("test/ShortPendulum"), "{e}");
         assert!(register("Pendulum-v1", short).is_err());
         assert!(register(" ", short).is_err());
         let e = make("test/ShortPendulumm").err().unwrap().to_string();
-        assert!(e.contains("test/ShortPendulum,") || e.ends_with("test/ShortPendulum"), "{e}");
+        assert!(
+            e.contains("test/ShortPendulum,") || e.ends_with("test/ShortPendulum"),
+            "{e}"
+        );
     }
 
     #[test]

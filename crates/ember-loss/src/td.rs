@@ -44,7 +44,12 @@ pub fn double_dqn_target(
     next_q_target: Tensor<2>,
     gamma: f64,
 ) -> Tensor<2> {
-    td_target(reward, terminated, double_dqn_value(next_q_online, next_q_target), gamma)
+    td_target(
+        reward,
+        terminated,
+        double_dqn_value(next_q_online, next_q_target),
+        gamma,
+    )
 }
 
 /// The double-DQN bootstrap value `Q_target(s', argmax_a Q_online(s', a))`, `[batch, 1]`

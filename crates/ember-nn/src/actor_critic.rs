@@ -39,7 +39,11 @@ impl ActorCriticNetConfig {
         };
         let (o, h, k) = (self.obs_dim, &self.hidden, self.actions);
         let value = |input: Vec<usize>| -> Result<Option<Mlp>> {
-            if self.value { Ok(Some(mlp(input)?)) } else { Ok(None) }
+            if self.value {
+                Ok(Some(mlp(input)?))
+            } else {
+                Ok(None)
+            }
         };
         Ok(if self.shared_trunk {
             ActorCriticNet {

@@ -18,7 +18,11 @@ impl Temperature {
     /// A non-positive or non-finite `alpha`.
     pub fn new(alpha: f64, device: &Device) -> Result<Temperature> {
         if !(alpha > 0.0 && alpha.is_finite()) {
-            return Err(Error::invalid("initial temperature alpha", alpha, "a finite number > 0"));
+            return Err(Error::invalid(
+                "initial temperature alpha",
+                alpha,
+                "a finite number > 0",
+            ));
         }
         let log_alpha = TensorData::new(vec![alpha.ln() as f32], [1]);
         Ok(Temperature {

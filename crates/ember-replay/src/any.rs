@@ -131,7 +131,8 @@ mod tests {
             ReturnWeighted::new(16).into(),
         ] {
             let kind = sampler.kind();
-            let mut buf = ReplayBuffer::new(RingStorage::new(16, 1, 1).unwrap(), sampler, 3).unwrap();
+            let mut buf =
+                ReplayBuffer::new(RingStorage::new(16, 1, 1).unwrap(), sampler, 3).unwrap();
             for i in 0..10 {
                 let o = [i as f32];
                 let t = Transition {

@@ -241,8 +241,8 @@ impl Sampler for Prioritized {
         let beta_start = dec.f64("beta start")?;
         let eps = dec.f64("eps")?;
         let max_priority = dec.f64("max priority")?;
-        let mut s =
-            Prioritized::new(capacity, alpha, beta_start).map_err(|e| dec.corrupt(e.to_string()))?;
+        let mut s = Prioritized::new(capacity, alpha, beta_start)
+            .map_err(|e| dec.corrupt(e.to_string()))?;
         if !(beta_start..=1.0).contains(&beta) {
             return Err(dec.corrupt(format!("beta {beta} outside [beta start {beta_start}, 1]")));
         }

@@ -157,7 +157,12 @@ impl Sac {
     }
 
     /// Runs both halves on the configured schedule.
-    fn run_halves(&mut self, job: CriticJob, x: &Inputs, step: u64) -> Result<(CriticDone, ActorDone)> {
+    fn run_halves(
+        &mut self,
+        job: CriticJob,
+        x: &Inputs,
+        step: u64,
+    ) -> Result<(CriticDone, ActorDone)> {
         let lr = self.config.learning_rate;
         let frozen = self.critic.clone().no_grad();
         let actor_job = ActorJob {
@@ -192,9 +197,14 @@ impl Sac {
                 }
                 let worker = self.worker.as_ref().expect("started above");
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
-                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| actor_arrival.both_ok(ok));
+                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| {
+                    actor_arrival.both_ok(ok)
+                });
                 drop(actor_arrival);
-                (critic.wait(&format!("SAC critic half of update {step}"))?, actor)
+                (
+                    critic.wait(&format!("SAC critic half of update {step}"))?,
+                    actor,
+                )
             }
         })
     }
@@ -262,10 +272,12 @@ impl OffPolicyLearner for Sac {
         let critic_loss = critic.loss?;
         let actor_loss = actor.actor_loss?;
         let alpha_loss = actor.alpha_loss.transpose()?;
-        let new_actor = actor.actor.ok_or_else(|| Error::panicked(
-            format!("SAC update {step}"),
-            &"the actor step did not run although both losses were finite",
-        ))?;
+        let new_actor = actor.actor.ok_or_else(|| {
+            Error::panicked(
+                format!("SAC update {step}"),
+                &"the actor step did not run although both losses were finite",
+            )
+        })?;
         // Everything succeeded: commit.
         self.critic = critic.critic;
         self.target = critic.target;

@@ -23,7 +23,6 @@
 //! before any parameter changes: a NaN or infinite loss returns
 //! [`ember_core::Error::Diverged`] and leaves the learner as it was.
 
-
 mod config;
 mod learner;
 mod update;

@@ -66,7 +66,9 @@ impl CriticJob {
         let (r, d) = (x.reward.clone(), x.terminated.clone());
         let y = match &x.discount {
             None => sac_target(r, d, next_q, next_log_prob, self.alpha, self.gamma),
-            Some(disc) => sac_target_discounted(r, d, next_q, next_log_prob, self.alpha, disc.clone()),
+            Some(disc) => {
+                sac_target_discounted(r, d, next_q, next_log_prob, self.alpha, disc.clone())
+            }
         };
         let y = Tensor::from_inner(y);
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
@@ -81,7 +83,13 @@ impl CriticJob {
     }
 
     /// Steps the critic and moves the targets when `ok` (both halves' losses finite).
-    pub(super) fn finish(self, loss: Result<f64>, grads: GradientsParams, td: Vec<f32>, ok: bool) -> CriticDone {
+    pub(super) fn finish(
+        self,
+        loss: Result<f64>,
+        grads: GradientsParams,
+        td: Vec<f32>,
+        ok: bool,
+    ) -> CriticDone {
         let CriticJob {
             mut critic,
             mut target,

@@ -1,0 +1,452 @@
+//! Failures injected into every learner — a NaN (overflowing) loss, a wrong-length batch,
+//! an out-of-range action, a panic inside the update (on SAC's worker thread too) — leave
+//! it unchanged and usable; the trainers turn a user learner's panic into an error, check
+//! what they can before the first step, and continue counters over a second call.
+
+mod common;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
+use ember_algo::{
+    A2cConfig, ActionBuf, Agent, CheckpointConfig, Dqn, DqnConfig, OffPolicyConfig,
+    OffPolicyLearner, OnPolicyLearner, PolicyGradient, Progress, ReinforceConfig, RolloutBatch,
+    Sac, SacConfig, Update, UpdateSchedule, faults,
+};
+use ember_core::{Batch, BoxSpace, Discrete, EmberRng, Error, Result, Space};
+use ember_env::{SyncVecEnv, VecEnv};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+struct Flatten(Vec<u32>);
+
+impl ModuleVisitor for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let v: Vec<f32> = param.val().into_data().try_into_vec_as::<f32>().unwrap();
+        self.0.extend(v.iter().map(|x| x.to_bits()));
+    }
+}
+
+fn bits<M: Module>(m: &M) -> Vec<u32> {
+    let mut f = Flatten(Vec::new());
+    m.visit(&mut f);
+    f.0
+}
+
+fn flex() -> burn::tensor::Device {
+    ember_backend::DeviceSpec::Flex.device().unwrap()
+}
+
+const OBS: usize = 3;
+
+fn obs_space() -> Space {
+    Space::Box(BoxSpace::uniform(OBS, -1.0, 1.0).unwrap())
+}
+
+fn replay_batch(
+    rng: &mut EmberRng,
+    n: usize,
+    act_dim: usize,
+    action: impl Fn(f64) -> f32,
+) -> Batch {
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+    Batch {
+        len: n,
+        obs_dim: OBS,
+        act_dim,
+        obs: u(n * OBS),
+        next_obs: u(n * OBS),
+        reward: u(n),
+        terminated: vec![0.0; n],
+        truncated: vec![0.0; n],
+        weights: vec![1.0; n],
+        action: u(n * act_dim)
+            .into_iter()
+            .map(|x| action(x as f64))
+            .collect(),
+        ..Batch::default()
+    }
+}
+
+/// Runs the failure cases on an off-policy learner: each failed update must leave
+/// `state` unchanged, and the next good update must work.
+fn off_policy_failures<L: OffPolicyLearner>(
+    name: &str,
+    learner: &mut L,
+    state: impl Fn(&L) -> Vec<u32>,
+    good: impl Fn(&mut EmberRng) -> Batch,
+    bad_action: Option<f32>,
+    fault: &'static str,
+) {
+    let mut rng = EmberRng::seed_from(3);
+    learner.update(&good(&mut rng), 0).unwrap();
+    let mut failures: Vec<(&str, Batch)> = Vec::new();
+    let mut b = good(&mut rng);
+    b.reward.pop();
+    failures.push(("batch.reward", b));
+    let mut b = good(&mut rng);
+    b.obs.truncate(5);
+    failures.push(("batch.obs", b));
+    let mut b = good(&mut rng);
+    b.next_obs[1] = f32::NAN;
+    failures.push(("batch.next_obs[row 0]", b));
+    let mut b = good(&mut rng);
+    b.weights[2] = f32::INFINITY;
+    failures.push(("batch.weights[2]", b));
+    let mut b = good(&mut rng);
+    b.reward[0] = f32::MAX; // finite: the loss overflows
+    b.reward[1] = f32::MAX;
+    failures.push(("loss is inf", b));
+    if let Some(a) = bad_action {
+        let mut b = good(&mut rng);
+        b.action[1] = a;
+        failures.push(("batch.action[1]", b));
+    }
+    for (what, batch) in &failures {
+        let before = state(learner);
+        let e = learner.update(batch, 1).unwrap_err().to_string();
+        assert!(e.contains(what), "{name}: expected `{what}` in: {e}");
+        assert_eq!(
+            state(learner),
+            before,
+            "{name}: `{what}` changed the learner"
+        );
+    }
+    let before = state(learner);
+    faults::arm(fault);
+    let e = ember_core::Error::catch(|| "update".into(), || learner.update(&good(&mut rng), 1))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Panicked { .. }) && e.to_string().contains(fault),
+        "{name}: {e}"
+    );
+    assert_eq!(
+        state(learner),
+        before,
+        "{name}: the panic changed the learner"
+    );
+    let update = learner.update(&good(&mut rng), 2).unwrap();
+    assert_ne!(state(learner), before, "{name}: usable after every failure");
+    let td = update.td_errors.expect("TD errors");
+    assert_eq!(td.len(), 16);
+    assert!(
+        td.iter().all(|e| e.is_finite() && *e >= 0.0),
+        "{name}: {td:?}"
+    );
+}
+
+fn sac(schedule: UpdateSchedule) -> Sac {
+    let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
+    SacConfig {
+        hidden: vec![16],
+        update_schedule: schedule,
+        ..SacConfig::default()
+    }
+    .build(&obs_space(), &act, &common::same(&flex()))
+    .unwrap()
+}
+
+fn sac_state(s: &Sac) -> Vec<u32> {
+    let mut v = bits(s.actor());
+    v.extend(bits(s.critic()));
+    v.extend(bits(s.target_critic()));
+    v.push((s.alpha() as f32).to_bits());
+    v
+}
+
+#[test]
+fn sac_survives_every_failure_on_both_schedules() {
+    let _serial = common::serial();
+    for (schedule, fault) in [
+        (UpdateSchedule::Sequential, "sac.actor_step"),
+        (UpdateSchedule::Parallel, "sac.critic_step"),
+        (UpdateSchedule::Parallel, "sac.actor_step"),
+    ] {
+        let mut s = sac(schedule);
+        let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
+        off_policy_failures(
+            &format!("SAC {schedule:?}"),
+            &mut s,
+            sac_state,
+            good,
+            None,
+            fault,
+        );
+    }
+}
+
+#[test]
+fn dqn_survives_every_failure() {
+    let _serial = common::serial();
+    let mut dqn: Dqn = DqnConfig {
+        hidden: vec![16],
+        ..DqnConfig::default()
+    }
+    .build(
+        &obs_space(),
+        &Space::Discrete(Discrete::new(3).unwrap()),
+        &common::same(&flex()),
+    )
+    .unwrap();
+    let good = |rng: &mut EmberRng| replay_batch(rng, 16, 1, |x| ((x + 1.0) * 1.49) as u32 as f32);
+    off_policy_failures(
+        "DQN",
+        &mut dqn,
+        |d| bits(d.q()),
+        good,
+        Some(3.0),
+        "dqn.step",
+    );
+    let mut b = good(&mut EmberRng::seed_from(9));
+    b.action[0] = 0.5;
+    let e = dqn.update(&b, 9).unwrap_err().to_string();
+    assert!(
+        e.contains("batch.action[0]") && e.contains("Discrete(3)"),
+        "{e}"
+    );
+}
+
+fn rollout(rng: &mut EmberRng, n: usize) -> RolloutBatch {
+    RolloutBatch {
+        len: n,
+        obs: (0..n * OBS).map(|_| rng.next_f64() as f32).collect(),
+        actions: (0..n).map(|_| rng.below(2) as f32).collect(),
+        advantages: (0..n).map(|_| rng.next_f64() as f32 - 0.5).collect(),
+        returns: (0..n).map(|_| rng.next_f64() as f32).collect(),
+    }
+}
+
+fn on_policy_failures(name: &str, learner: &mut PolicyGradient) {
+    let mut rng = EmberRng::seed_from(4);
+    let state = |l: &PolicyGradient| bits(l.net());
+    learner.update(&rollout(&mut rng, 8), 0).unwrap();
+    let mut cases: Vec<(&str, RolloutBatch)> = Vec::new();
+    let mut b = rollout(&mut rng, 8);
+    b.returns.pop();
+    cases.push(("rollout.returns", b));
+    let mut b = rollout(&mut rng, 8);
+    b.advantages[4] = f32::NAN;
+    cases.push(("rollout.advantages[row 4]", b));
+    let mut b = rollout(&mut rng, 8);
+    b.actions[2] = 2.0;
+    cases.push(("rollout.actions[2]", b));
+    let mut b = rollout(&mut rng, 8);
+    b.advantages[0] = f32::MAX; // finite: the policy loss overflows
+    b.advantages[1] = f32::MAX;
+    cases.push(("loss is", b));
+    cases.push(("rollout.len", RolloutBatch::default()));
+    for (what, batch) in &cases {
+        let before = state(learner);
+        let e = learner.update(batch, 1).unwrap_err().to_string();
+        assert!(e.contains(what), "{name}: expected `{what}` in: {e}");
+        assert_eq!(
+            state(learner),
+            before,
+            "{name}: `{what}` changed the learner"
+        );
+    }
+    let before = state(learner);
+    faults::arm("policy_gradient.step");
+    let e = Error::catch(
+        || "update".into(),
+        || learner.update(&rollout(&mut rng, 8), 1),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Panicked { .. }), "{name}: {e}");
+    assert_eq!(state(learner), before);
+    learner.update(&rollout(&mut rng, 8), 2).unwrap();
+    assert_ne!(state(learner), before, "{name}: usable after every failure");
+}
+
+#[test]
+fn a2c_and_reinforce_survive_every_failure() {
+    let _serial = common::serial();
+    let act = Space::Discrete(Discrete::new(2).unwrap());
+    let devices = common::same(&flex());
+    let mut a2c = A2cConfig::default()
+        .build(&obs_space(), &act, &devices)
+        .unwrap();
+    on_policy_failures("A2C", &mut a2c);
+    let mut reinforce = ReinforceConfig::default()
+        .build(&obs_space(), &act, &devices)
+        .unwrap();
+    on_policy_failures("REINFORCE", &mut reinforce);
+}
+
+/// A user's learner wrapping DQN: it panics in its `update` when told to, and offers no
+/// checkpoints.
+struct Flaky {
+    inner: Dqn,
+    panic_at: Option<u64>,
+}
+
+impl Agent for Flaky {
+    fn obs_dim(&self) -> usize {
+        self.inner.obs_dim()
+    }
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        self.inner.act(obs, explore, out)
+    }
+}
+
+impl OffPolicyLearner for Flaky {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        if self.panic_at == Some(step) {
+            panic!("the user's learner broke at {step}");
+        }
+        self.inner.update(batch, step)
+    }
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.inner.on_env_steps(env_steps, total_steps)
+    }
+    fn progress(&mut self) -> &mut Progress {
+        self.inner.progress()
+    }
+}
+
+fn cartpole_dqn() -> (SyncVecEnv, Dqn) {
+    let env = SyncVecEnv::from_id("CartPole-v1", 2).unwrap();
+    let dqn = DqnConfig {
+        hidden: vec![32],
+        target_update_interval: 50,
+        ..DqnConfig::default()
+    }
+    .build(
+        env.single_observation_space(),
+        env.single_action_space(),
+        &common::same(&flex()),
+    )
+    .unwrap();
+    (env, dqn)
+}
+
+fn short() -> OffPolicyConfig {
+    OffPolicyConfig {
+        total_steps: 300,
+        learning_starts: 100,
+        batch_size: 16,
+        eval_episodes: 1,
+        ..OffPolicyConfig::default()
+    }
+}
+
+#[test]
+fn the_trainer_catches_a_panic_and_training_goes_on() {
+    let _serial = common::serial();
+    let (mut env, inner) = cartpole_dqn();
+    let mut flaky = Flaky {
+        inner,
+        panic_at: Some(40),
+    };
+    let config = short();
+    let mut replay = config.build_replay(&env).unwrap();
+    let eval = ember_env::factory("CartPole-v1").unwrap();
+    let e = ember_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &config)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("the user's learner broke at 40"),
+        "{e}"
+    );
+    assert_eq!(
+        flaky.inner.progress().updates,
+        40,
+        "failed updates are not counted"
+    );
+    flaky.panic_at = None;
+    let report =
+        ember_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &config)
+            .unwrap();
+    assert_eq!(report.progress.updates, 40 + report.updates);
+    // Checkpoints asked of a learner without them: refused before the first step.
+    let with_ckpt = OffPolicyConfig {
+        checkpoint: CheckpointConfig {
+            dir: Some(std::env::temp_dir().join("ember-never-written")),
+            every: 100,
+        },
+        ..short()
+    };
+    let steps = flaky.inner.progress().env_steps;
+    let e =
+        ember_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &with_ckpt)
+            .unwrap_err();
+    assert!(e.to_string().contains("checkpoint"), "{e}");
+    assert_eq!(flaky.inner.progress().env_steps, steps);
+}
+
+#[test]
+fn a_second_training_call_continues_counters_and_schedules() {
+    let _serial = common::serial();
+    let (mut env, mut dqn) = cartpole_dqn();
+    let config = short();
+    let first = common::train_off(&mut dqn, &mut env, "CartPole-v1", &config).unwrap();
+    let eps = dqn.epsilon();
+    let second = common::train_off(&mut dqn, &mut env, "CartPole-v1", &config).unwrap();
+    assert_eq!(first.progress.env_steps, 300);
+    assert_eq!(second.progress.env_steps, 600);
+    assert_eq!(second.progress.updates, first.updates + second.updates);
+    // No random warm-up the second time: every step of it can update.
+    assert!(
+        second.updates > first.updates,
+        "{} vs {}",
+        second.updates,
+        first.updates
+    );
+    assert!(
+        dqn.epsilon() <= eps,
+        "ε continues down: {eps} → {}",
+        dqn.epsilon()
+    );
+}
+
+#[test]
+fn bad_set_ups_fail_before_the_first_step() {
+    let _serial = common::serial();
+    let (mut env, mut dqn) = cartpole_dqn();
+    let config = short();
+    let mut replay = config.build_replay(&env).unwrap();
+    // A typo'd id fails at once.
+    let e = ember_env::factory("CartPol-v1").err().unwrap().to_string();
+    assert!(e.contains("CartPol-v1") && e.contains("CartPole-v1"), "{e}");
+    // An evaluation env with other spaces.
+    let pendulum = ember_env::factory("Pendulum-v1").unwrap();
+    let e =
+        ember_algo::train_off_policy(&mut dqn, &mut env, &mut replay, pendulum.as_ref(), &config)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("evaluation environment"), "{e}");
+    // A buffer of other widths.
+    let mut wrong = ember_algo::ReplayConfig::default().build(5, 1, 0).unwrap();
+    let cartpole = ember_env::factory("CartPole-v1").unwrap();
+    let e =
+        ember_algo::train_off_policy(&mut dqn, &mut env, &mut wrong, cartpole.as_ref(), &config)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("replay observation width"), "{e}");
+    // n-step returns with a discount other than the learner's.
+    let mut nstep = config.clone();
+    nstep.replay.n_step = 3;
+    nstep.replay.gamma = Some(0.5);
+    let mut replay3 = nstep.build_replay(&env).unwrap();
+    let e =
+        ember_algo::train_off_policy(&mut dqn, &mut env, &mut replay3, cartpole.as_ref(), &nstep)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("replay.gamma") && e.contains("0.99"), "{e}");
+    // One-step config against a buffer with the n-step column.
+    let e =
+        ember_algo::train_off_policy(&mut dqn, &mut env, &mut replay3, cartpole.as_ref(), &config)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("extra columns"), "{e}");
+    assert_eq!(dqn.progress().env_steps, 0, "nothing ran");
+    // A TOML typo in the replay section names the field.
+    let e = ember_algo::from_toml::<OffPolicyConfig>("[replay]\nkind = \"prioritised\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("prioritised"), "{e}");
+    let e = ember_algo::from_toml::<OffPolicyConfig>("[replay]\ncapacity = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("replay.capacity"), "{e}");
+}
