@@ -7,8 +7,9 @@
 //!
 //! Reach1D: a point at `x ∈ [-2, 2]` must reach a target `g ∈ [-1, 1]` drawn at reset and
 //! stay there. Observation `[x, g]`, action `a ∈ [-1, 1]` moves it by `0.1 a`, reward
-//! `−(x − g)²` per step, 50 steps per episode. Standing still from a random start returns
-//! about −40 on average; moving straight to the target and staying scores above −2.
+//! `−(x − g)²` per step, 50 steps per episode. Averaged over start states (20,000 simulated
+//! episodes): standing still returns −83, random actions −86, the optimal policy (full speed
+//! to the target, then stay) −9.3.
 
 use ember::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
 use ember::core::{Action, BoxSpace, EmberRng, Env, Error, Result, Space, StepInfo};
@@ -150,8 +151,8 @@ fn main() -> Result<()> {
 mod tests {
     use super::*;
 
-    /// The bar: a mean evaluation return of −5 or better (10 deterministic episodes) within
-    /// 5,000 env steps; a policy that does not move scores about −40.
+    /// The bar: a mean evaluation return of −15 or better (10 deterministic episodes) within
+    /// 5,000 env steps, against −83 for standing still and −9.3 for the optimal policy.
     #[test]
     fn sac_learns_reach1d() {
         let report = train(5_000, 1).unwrap();
@@ -166,7 +167,7 @@ mod tests {
             .iter()
             .map(|e| e.mean_return)
             .fold(f64::MIN, f64::max);
-        assert!(best >= -5.0, "best evaluation {best} < -5");
+        assert!(best >= -15.0, "best evaluation {best} < -15");
     }
 
     #[test]

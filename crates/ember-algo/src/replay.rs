@@ -252,3 +252,153 @@ impl EpisodeWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_core::{Batch, Transition};
+
+    fn step<'a>(obs: &'a [f32], reward: f32, end: (bool, bool)) -> Transition<'a> {
+        Transition {
+            obs,
+            action: &[0.0],
+            reward,
+            next_obs: obs,
+            terminated: end.0,
+            truncated: end.1,
+        }
+    }
+
+    fn return_weighted(capacity: usize, n_step: usize) -> ReplayBuffer<AnySampler> {
+        ReplayConfig {
+            kind: ReplayKind::ReturnWeighted,
+            capacity,
+            n_step,
+            ..ReplayConfig::default()
+        }
+        .build(1, 1, 0)
+        .unwrap()
+    }
+
+    fn score(replay: &ReplayBuffer<AnySampler>, slot: usize) -> Option<f64> {
+        match replay.sampler() {
+            AnySampler::ReturnWeighted(s) => s.score(slot),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn scores_are_the_return_so_far_then_the_episode_return() {
+        let mut replay = return_weighted(16, 1);
+        let mut w = EpisodeWriter::new(&replay, 2, 1, 0.99).unwrap();
+        // env 0: rewards 1, 2, then 3 ending the episode; env 1: 10 (still running).
+        w.push(0, &step(&[0.0], 1.0, (false, false)), &mut replay)
+            .unwrap(); // slot 0
+        w.push(1, &step(&[1.0], 10.0, (false, false)), &mut replay)
+            .unwrap(); // slot 1
+        w.push(0, &step(&[2.0], 2.0, (false, false)), &mut replay)
+            .unwrap(); // slot 2
+        assert_eq!(
+            (score(&replay, 0), score(&replay, 2)),
+            (Some(1.0), Some(3.0))
+        );
+        w.push(0, &step(&[3.0], 3.0, (true, false)), &mut replay)
+            .unwrap(); // slot 3
+        for slot in [0, 2, 3] {
+            assert_eq!(score(&replay, slot), Some(6.0), "slot {slot}");
+        }
+        assert_eq!(
+            score(&replay, 1),
+            Some(10.0),
+            "the other env's episode is open"
+        );
+        // A new episode of env 0 starts from zero.
+        w.push(0, &step(&[4.0], -1.0, (false, true)), &mut replay)
+            .unwrap(); // slot 4
+        assert_eq!(score(&replay, 4), Some(-1.0));
+    }
+
+    #[test]
+    fn evicted_transitions_keep_the_newcomers_score() {
+        // Capacity 3: env 1's episode overwrites a slot of env 0's still-open episode.
+        let mut replay = return_weighted(3, 1);
+        let mut w = EpisodeWriter::new(&replay, 2, 1, 0.99).unwrap();
+        w.push(0, &step(&[0.0], 1.0, (false, false)), &mut replay)
+            .unwrap(); // slot 0
+        w.push(0, &step(&[1.0], 1.0, (false, false)), &mut replay)
+            .unwrap(); // slot 1
+        w.push(1, &step(&[2.0], -50.0, (false, false)), &mut replay)
+            .unwrap(); // slot 2
+        w.push(1, &step(&[3.0], -50.0, (true, false)), &mut replay)
+            .unwrap(); // slot 0
+        w.push(0, &step(&[4.0], 1.0, (true, false)), &mut replay)
+            .unwrap(); // slot 1
+        // env 0's episode (return 3) rescored only its transition still stored.
+        assert_eq!(score(&replay, 0), Some(-100.0));
+        assert_eq!(score(&replay, 1), Some(3.0));
+        assert_eq!(score(&replay, 2), Some(-100.0));
+        let AnySampler::ReturnWeighted(s) = replay.sampler() else {
+            unreachable!()
+        };
+        assert_eq!(
+            s.shift(),
+            100.0,
+            "shift by the exact minimum of what is stored"
+        );
+    }
+
+    #[test]
+    fn n_step_transitions_carry_their_discount_with_every_sampler() {
+        for kind in [
+            ReplayKind::Uniform,
+            ReplayKind::Prioritized,
+            ReplayKind::ReturnWeighted,
+        ] {
+            let config = ReplayConfig {
+                kind,
+                capacity: 32,
+                n_step: 3,
+                ..ReplayConfig::default()
+            };
+            let mut replay = config.build(1, 1, 0).unwrap();
+            let mut w = EpisodeWriter::new(&replay, 1, 3, 0.5).unwrap();
+            // One episode of 4 steps with reward 1, terminated: windows of 3, 3, 2, 1.
+            for i in 0..4 {
+                let obs = [i as f32];
+                w.push(0, &step(&obs, 1.0, (i == 3, false)), &mut replay)
+                    .unwrap();
+            }
+            assert_eq!(replay.len(), 4, "{kind:?}");
+            let mut batch = Batch::default();
+            let mut seen = Vec::new();
+            for _ in 0..64 {
+                replay.sample(1, &mut batch).unwrap();
+                seen.push((batch.obs[0], batch.reward[0], batch.extras[0][0]));
+            }
+            for (obs, reward, discount) in seen {
+                let (r, d) = match obs as usize {
+                    0 => (1.75, 0.125),
+                    1 => (1.75, 0.125),
+                    2 => (1.5, 0.25),
+                    _ => (1.0, 0.5),
+                };
+                assert_eq!((reward, discount), (r, d), "{kind:?} obs {obs}");
+            }
+        }
+    }
+
+    #[test]
+    fn buffers_without_the_discount_column_are_refused_for_n_step() {
+        let one_step = ReplayConfig::default().build(1, 1, 0).unwrap();
+        let e = EpisodeWriter::new(&one_step, 1, 3, 0.9)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("discount") && e.contains("n_step = 3"), "{e}");
+        assert!("prioritised".parse::<ReplayKind>().is_err());
+        assert_eq!(
+            "return_weighted".parse::<ReplayKind>().unwrap(),
+            ReplayKind::ReturnWeighted
+        );
+    }
+}
