@@ -60,7 +60,7 @@ fn main() -> Result<()> {
         prefill,
     };
     let report = zoo::run(algo, env, &spec.device()?, &options)?;
-    let kind = replay.map_or("preset".to_string(), |k| format!("{k:?}").to_lowercase());
+    let kind = replay.map_or("preset", ReplayKind::as_str);
     println!(
         "algo={algo} env={env} device={spec} replay={kind} prefill={prefill} env_steps={} updates={} wall_s={:.2} env_steps_per_s={:.1}",
         report.env_steps,

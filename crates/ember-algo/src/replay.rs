@@ -35,6 +35,17 @@ pub enum ReplayKind {
     ReturnWeighted,
 }
 
+impl ReplayKind {
+    /// The name a config file uses (`uniform`, `prioritized`, `return_weighted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayKind::Uniform => "uniform",
+            ReplayKind::Prioritized => "prioritized",
+            ReplayKind::ReturnWeighted => "return_weighted",
+        }
+    }
+}
+
 impl std::str::FromStr for ReplayKind {
     type Err = Error;
 

@@ -5,8 +5,6 @@
 
 mod common;
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
 use ember_algo::{
     A2cConfig, ActionBuf, Agent, CheckpointConfig, Dqn, DqnConfig, OffPolicyConfig,
     OffPolicyLearner, OnPolicyLearner, PolicyGradient, Progress, ReinforceConfig, RolloutBatch,
@@ -18,20 +16,6 @@ use ember_env::{SyncVecEnv, VecEnv};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-struct Flatten(Vec<u32>);
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let v: Vec<f32> = param.val().into_data().try_into_vec_as::<f32>().unwrap();
-        self.0.extend(v.iter().map(|x| x.to_bits()));
-    }
-}
-
-fn bits<M: Module>(m: &M) -> Vec<u32> {
-    let mut f = Flatten(Vec::new());
-    m.visit(&mut f);
-    f.0
-}
 
 fn flex() -> burn::tensor::Device {
     ember_backend::DeviceSpec::Flex.device().unwrap()
@@ -148,9 +132,9 @@ fn sac(schedule: UpdateSchedule) -> Sac {
 }
 
 fn sac_state(s: &Sac) -> Vec<u32> {
-    let mut v = bits(s.actor());
-    v.extend(bits(s.critic()));
-    v.extend(bits(s.target_critic()));
+    let mut v = common::bits(s.actor());
+    v.extend(common::bits(s.critic()));
+    v.extend(common::bits(s.target_critic()));
     v.push((s.alpha() as f32).to_bits());
     v
 }
@@ -193,7 +177,7 @@ fn dqn_survives_every_failure() {
     off_policy_failures(
         "DQN",
         &mut dqn,
-        |d| bits(d.q()),
+        |d| common::bits(d.q()),
         good,
         Some(3.0),
         "dqn.step",
@@ -219,7 +203,7 @@ fn rollout(rng: &mut EmberRng, n: usize) -> RolloutBatch {
 
 fn on_policy_failures(name: &str, learner: &mut PolicyGradient) {
     let mut rng = EmberRng::seed_from(4);
-    let state = |l: &PolicyGradient| bits(l.net());
+    let state = |l: &PolicyGradient| common::bits(l.net());
     learner.update(&rollout(&mut rng, 8), 0).unwrap();
     let mut cases: Vec<(&str, RolloutBatch)> = Vec::new();
     let mut b = rollout(&mut rng, 8);

@@ -1,8 +1,9 @@
 //! SAC's update: the parallel schedule computes exactly what the sequential one computes,
 //! and a diverged loss is an error that changes nothing.
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::{Device, Tensor};
+mod common;
+
+use burn::tensor::Device;
 use ember_algo::{Devices, OffPolicyLearner, Sac, SacConfig, UpdateSchedule};
 use ember_core::{Batch, BoxSpace, EmberRng, Error, Space};
 
@@ -16,25 +17,11 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const OBS: usize = 5;
 const ACT: usize = 2;
 
-struct Flatten(Vec<u32>);
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let v: Vec<f32> = param.val().into_data().try_into_vec_as::<f32>().unwrap();
-        self.0.extend(v.iter().map(|x| x.to_bits()));
-    }
-}
-
-fn bits<M: Module>(m: &M) -> Vec<u32> {
-    let mut f = Flatten(Vec::new());
-    m.visit(&mut f);
-    f.0
-}
 
 fn state(sac: &Sac) -> Vec<u32> {
-    let mut all = bits(sac.actor());
-    all.extend(bits(sac.critic()));
-    all.extend(bits(sac.target_critic()));
+    let mut all = common::bits(sac.actor());
+    all.extend(common::bits(sac.critic()));
+    all.extend(common::bits(sac.target_critic()));
     all.push((sac.alpha() as f32).to_bits());
     all
 }

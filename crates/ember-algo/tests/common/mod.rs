@@ -66,3 +66,21 @@ pub fn train_on<L: ember_algo::OnPolicyLearner>(
 pub fn same(device: &burn::tensor::Device) -> ember_algo::Devices {
     ember_algo::Devices::same(device)
 }
+
+struct Flatten(Vec<u32>);
+
+impl burn::module::ModuleVisitor for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<D>>) {
+        let v: Vec<f32> = param.val().into_data().try_into_vec_as::<f32>().unwrap();
+        self.0.extend(v.iter().map(|x| x.to_bits()));
+    }
+}
+
+/// Every float parameter of `m` as bits, in visiting order: equal exactly when the weights
+/// are bit-identical.
+#[allow(dead_code)]
+pub fn bits<M: burn::module::Module>(m: &M) -> Vec<u32> {
+    let mut f = Flatten(Vec::new());
+    m.visit(&mut f);
+    f.0
+}
