@@ -16,7 +16,6 @@ use ember_env::{SyncVecEnv, VecEnv};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-
 fn flex() -> burn::tensor::Device {
     ember_backend::DeviceSpec::Flex.device().unwrap()
 }

@@ -17,7 +17,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const OBS: usize = 5;
 const ACT: usize = 2;
 
-
 fn state(sac: &Sac) -> Vec<u32> {
     let mut all = common::bits(sac.actor());
     all.extend(common::bits(sac.critic()));

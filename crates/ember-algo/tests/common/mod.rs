@@ -70,7 +70,10 @@ pub fn same(device: &burn::tensor::Device) -> ember_algo::Devices {
 struct Flatten(Vec<u32>);
 
 impl burn::module::ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<D>>) {
+    fn visit_float<const D: usize>(
+        &mut self,
+        param: &burn::module::Param<burn::tensor::Tensor<D>>,
+    ) {
         let v: Vec<f32> = param.val().into_data().try_into_vec_as::<f32>().unwrap();
         self.0.extend(v.iter().map(|x| x.to_bits()));
     }
