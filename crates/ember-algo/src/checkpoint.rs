@@ -44,9 +44,9 @@ pub(crate) fn unsupported(dir: &Path) -> Error {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointInfo {
-    /// Env steps collected when it was written.
+    /// The learner's env steps (over all its training calls) when it was written.
     pub env_steps: u64,
-    /// Updates done when it was written.
+    /// The learner's updates (over all its training calls) when it was written.
     pub updates: u64,
 }
 
@@ -148,7 +148,8 @@ pub fn load_checkpoint(learner: &mut dyn Checkpoint, dir: &Path) -> Result<Check
 pub struct CheckpointConfig {
     /// The checkpoint folder (`None`: no checkpoints).
     pub dir: Option<PathBuf>,
-    /// Write one every this many env steps; 0: only at the start and at the end.
+    /// Write one every this many env steps (the learner's, counted over all its training
+    /// calls); 0: only at the start and at the end.
     pub every: u64,
 }
 

@@ -5,7 +5,7 @@
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
-use crate::learner::{OffPolicyLearner, Update};
+use crate::learner::{OffPolicyLearner, Progress, Update};
 use crate::replay::{EpisodeWriter, ReplayConfig};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::{Batch, EmberRng, Error, Result, Space, Transition};
@@ -178,7 +178,7 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
         config.target_return,
     );
     let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
-    checkpoints.maybe(learner.checkpoint(), 0, start.updates)?;
+    checkpoints.maybe(learner.checkpoint(), start.env_steps, start.updates)?;
     while report.env_steps < config.total_steps {
         if start.env_steps + report.env_steps < config.learning_starts {
             random_actions(&space, n, &mut rng, &mut actions);
@@ -245,14 +245,14 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
                 report.updates += 1;
             }
         }
-        let updates = learner.progress().updates;
-        checkpoints.maybe(learner.checkpoint(), report.env_steps, updates)?;
+        let Progress { env_steps, updates } = *learner.progress();
+        checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
         if evals.maybe(learner, &mut report)? {
             break;
         }
     }
-    let updates = learner.progress().updates;
-    checkpoints.finish(learner.checkpoint(), report.env_steps, updates)?;
+    let Progress { env_steps, updates } = *learner.progress();
+    checkpoints.finish(learner.checkpoint(), env_steps, updates)?;
     report.progress = *learner.progress();
     evals.finish(learner, report, &episodes)
 }

@@ -5,7 +5,7 @@
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
-use crate::learner::{AdvantageMode, OnPolicyLearner, RolloutBatch};
+use crate::learner::{AdvantageMode, OnPolicyLearner, Progress, RolloutBatch};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::{Error, Result};
 use ember_env::{EnvFactory, VecEnv};
@@ -118,8 +118,8 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         config.target_return,
     );
     let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
-    let updates = learner.progress().updates;
-    checkpoints.maybe(learner.checkpoint(), 0, updates)?;
+    let Progress { env_steps, updates } = *learner.progress();
+    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
     while report.env_steps < config.total_steps {
         buf.clear();
         for _ in 0..config.n_steps {
@@ -169,14 +169,14 @@ pub fn train_on_policy<L: OnPolicyLearner>(
             learner.progress().updates += 1;
             report.updates += 1;
         }
-        let updates = learner.progress().updates;
-        checkpoints.maybe(learner.checkpoint(), report.env_steps, updates)?;
+        let Progress { env_steps, updates } = *learner.progress();
+        checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
         if evals.maybe(learner, &mut report)? {
             break;
         }
     }
-    let updates = learner.progress().updates;
-    checkpoints.finish(learner.checkpoint(), report.env_steps, updates)?;
+    let Progress { env_steps, updates } = *learner.progress();
+    checkpoints.finish(learner.checkpoint(), env_steps, updates)?;
     report.progress = *learner.progress();
     evals.finish(learner, report, &episodes)
 }
