@@ -364,7 +364,21 @@ fn a_second_training_call_continues_counters_and_schedules() {
     let config = short();
     let first = common::train_off(&mut dqn, &mut env, "CartPole-v1", &config).unwrap();
     let eps = dqn.epsilon();
-    let second = common::train_off(&mut dqn, &mut env, "CartPole-v1", &config).unwrap();
+    let dir = std::env::temp_dir().join(format!("ember-second-call-{}", std::process::id()));
+    let with_ckpt = OffPolicyConfig {
+        checkpoint: CheckpointConfig {
+            dir: Some(dir.clone()),
+            every: 0,
+        },
+        ..config.clone()
+    };
+    let second = common::train_off(&mut dqn, &mut env, "CartPole-v1", &with_ckpt).unwrap();
+    let info = std::fs::read_to_string(dir.join("checkpoint.toml")).unwrap();
+    assert!(
+        info.contains("env_steps = 600"),
+        "the learner's count: {info}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(first.progress.env_steps, 300);
     assert_eq!(second.progress.env_steps, 600);
     assert_eq!(second.progress.updates, first.updates + second.updates);
