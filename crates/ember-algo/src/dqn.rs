@@ -259,6 +259,7 @@ impl Agent for Dqn {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = ember_core::denormals::flush_denormals_here();
         let out = out.discrete_mut("DQN")?;
         let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let q = self.acting.module().forward(x);
@@ -278,6 +279,8 @@ impl OffPolicyLearner for Dqn {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, 1)?;
         check_discrete_actions("batch.action", &batch.action, self.actions)?;
+        let _flush = ember_core::denormals::flush_denormals_here();
+
         let (b, o) = (batch.len, self.obs_dim);
         let next_obs = matrix(&batch.next_obs, b, o, &self.plain);
         let reward = column(&batch.reward, &self.plain);

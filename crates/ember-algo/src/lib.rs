@@ -73,6 +73,7 @@ mod dqn;
 mod evaluate;
 #[doc(hidden)]
 pub mod faults;
+mod guard;
 mod learner;
 mod off_policy;
 mod on_policy;

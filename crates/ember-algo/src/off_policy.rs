@@ -183,7 +183,7 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
         if start.env_steps + report.env_steps < config.learning_starts {
             random_actions(&space, n, &mut rng, &mut actions);
         } else {
-            Error::catch(
+            crate::guard::run_learner(
                 || "the learner's act".into(),
                 || learner.act(&obs, true, &mut actions),
             )?;
@@ -261,7 +261,7 @@ pub fn train_off_policy<L: OffPolicyLearner, S: Sampler>(
 /// returned as an error; the count advances only on success.
 fn update_once<L: OffPolicyLearner>(learner: &mut L, batch: &Batch) -> Result<Update> {
     let step = learner.progress().updates;
-    let update = Error::catch(
+    let update = crate::guard::run_learner(
         || format!("the learner's update {step}"),
         || learner.update(batch, step),
     )?;

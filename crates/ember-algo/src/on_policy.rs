@@ -124,7 +124,7 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         buf.clear();
         for _ in 0..config.n_steps {
             buf.obs.extend_from_slice(&obs);
-            Error::catch(
+            crate::guard::run_learner(
                 || "the learner's act".into(),
                 || learner.act(&obs, true, &mut actions),
             )?;
@@ -147,7 +147,7 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         buf.obs.extend_from_slice(&obs);
         report.env_steps += (n * config.n_steps) as u64;
         learner.progress().env_steps += (n * config.n_steps) as u64;
-        let values = Error::catch(
+        let values = crate::guard::run_learner(
             || "the learner's values".into(),
             || learner.values(&buf.obs),
         )?;
@@ -162,7 +162,7 @@ pub fn train_on_policy<L: OnPolicyLearner>(
         )?;
         if batch.len > 0 {
             let step = learner.progress().updates;
-            report.last_metrics = Error::catch(
+            report.last_metrics = crate::guard::run_learner(
                 || format!("the learner's update {step}"),
                 || learner.update(&batch, step),
             )?;

@@ -157,6 +157,7 @@ impl Agent for PolicyGradient {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = ember_core::denormals::flush_denormals_here();
         let out = out.discrete_mut(self.settings.name)?;
         let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let (logits, _) = self.acting.module().forward(x);
@@ -177,6 +178,7 @@ impl OnPolicyLearner for PolicyGradient {
     }
 
     fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
+        let _flush = ember_core::denormals::flush_denormals_here();
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, &self.plain)?;
         Ok(self.net.valid().values(x).map(host))
     }
@@ -184,6 +186,8 @@ impl OnPolicyLearner for PolicyGradient {
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
         batch.check(self.obs_dim, 1)?;
         check_discrete_actions("rollout.actions", &batch.actions, self.actions)?;
+        let _flush = ember_core::denormals::flush_denormals_here();
+
         let s = &self.settings;
         let n = batch.len;
         let mut adv = batch.advantages.clone();

@@ -48,6 +48,8 @@ impl Worker {
     {
         let (send, recv) = channel();
         let job: Job = Box::new(move || {
+            // Network math: denormals flushed for the job (ember_core::denormals).
+            let _flush = ember_core::denormals::flush_denormals_here();
             let _ = send.send(catch_unwind(AssertUnwindSafe(f)));
         });
         // A send can fail only if the thread is gone; the job (and its result channel)

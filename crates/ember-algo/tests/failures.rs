@@ -447,3 +447,44 @@ fn bad_set_ups_fail_before_the_first_step() {
         .to_string();
     assert!(e.contains("replay.capacity"), "{e}");
 }
+
+/// Network math runs with denormals flushed where Ember runs it — the caller's thread during
+/// an update, SAC's worker thread — and the caller's mode is restored afterwards; with the
+/// switch off, IEEE behaviour is kept everywhere.
+#[test]
+fn updates_flush_denormals_on_every_thread_unless_switched_off() {
+    use ember_core::denormals::{denormals_flushed, set_flush_denormals};
+    let _serial = common::serial();
+    let mut rng = EmberRng::seed_from(8);
+    let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
+    let mut dqn = DqnConfig {
+        hidden: vec![16],
+        ..DqnConfig::default()
+    }
+    .build(
+        &obs_space(),
+        &Space::Discrete(Discrete::new(3).unwrap()),
+        &common::same(&flex()),
+    )
+    .unwrap();
+    let dqn_batch =
+        |rng: &mut EmberRng| replay_batch(rng, 16, 1, |x| ((x + 1.0) * 1.49) as u32 as f32);
+    for on in [true, false] {
+        set_flush_denormals(on);
+        let mut s = sac(UpdateSchedule::Parallel);
+        faults::watch();
+        s.update(&good(&mut rng), 0).unwrap();
+        dqn.update(&dqn_batch(&mut rng), 0).unwrap();
+        let seen = faults::seen();
+        let sites: Vec<&str> = seen.iter().map(|(site, _)| *site).collect();
+        for site in ["sac.critic_step", "sac.actor_step", "dqn.step"] {
+            assert!(sites.contains(&site), "{site} not passed: {seen:?}");
+        }
+        assert!(
+            seen.iter().all(|&(_, flushed)| flushed == on),
+            "switch {on}: {seen:?}"
+        );
+        assert!(!denormals_flushed(), "the caller's IEEE mode is restored");
+    }
+    set_flush_denormals(true);
+}

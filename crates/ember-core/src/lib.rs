@@ -2,7 +2,8 @@
 //!
 //! The vocabulary every Ember crate shares: observation/action [`Space`]s, the [`Env`] trait
 //! with Gymnasium semantics, borrowed [`Transition`]s and column-major [`Batch`]es, the
-//! [`Error`] type, and the seedable [`EmberRng`].
+//! [`Error`] type, the seedable [`EmberRng`], and the [`denormals`] mode of the threads that
+//! run network math.
 //!
 //! ```
 //! use ember_core::{BoxSpace, EmberRng, Error, Space};
@@ -18,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod denormals;
 pub mod env;
 pub mod error;
 pub mod rng;

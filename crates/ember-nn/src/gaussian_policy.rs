@@ -190,6 +190,7 @@ impl GaussianTanhPolicy {
         rayon::in_place_scope(|s| {
             for (i, eps) in blocks {
                 s.spawn(move |_| {
+                    let _flush = ember_core::denormals::flush_denormals_here();
                     let block = obs.clone().narrow(0, i * per, eps.len() / a);
                     self.squash_rows(block, eps);
                 });

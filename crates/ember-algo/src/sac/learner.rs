@@ -238,6 +238,7 @@ impl Agent for Sac {
     }
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = ember_core::denormals::flush_denormals_here();
         let out = out.continuous_mut("SAC")?;
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let policy = self.acting.module();
@@ -253,6 +254,8 @@ impl Agent for Sac {
 impl OffPolicyLearner for Sac {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, self.act_dim)?;
+        let _flush = ember_core::denormals::flush_denormals_here();
+
         // Noise comes from a copy of the generator, kept only if the update succeeds.
         let mut rng = self.noise_rng.clone();
         let x = self.inputs(batch, &mut rng);
