@@ -8,6 +8,8 @@
 //!   name the cargo feature to enable.
 //! - [`set_intra_op_threads`]: libtorch's intra-op pool (set 1 when two networks train on
 //!   two threads).
+//! - [`denormals`] (re-exported from `ember-core`): the flush-to-zero mode Ember sets on the
+//!   threads that run network math, and the switch that keeps IEEE behaviour.
 //! - [`DeviceChecked`]: a module wrapper that rejects inputs, outputs and parameters on the
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
@@ -36,6 +38,7 @@ mod threads;
 mod transfer;
 
 pub use checked::DeviceChecked;
+pub use ember_core::denormals;
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
 pub use transfer::{inference_copy, move_to};
