@@ -40,7 +40,8 @@ pub fn evaluate(
     evaluate_env(agent, env.make()?.as_mut(), episodes, seed)
 }
 
-/// [`evaluate`] on an environment the caller made.
+/// [`evaluate`] on an environment the caller made. The agent acts with denormals flushed,
+/// and a panic inside its `act` is returned as an error.
 ///
 /// # Errors
 /// As [`evaluate`].
@@ -62,7 +63,10 @@ pub fn evaluate_env(
         env.reset_into(Some(seed + i as u64), &mut obs)?;
         let (mut ret, mut len) = (0.0, 0usize);
         loop {
-            agent.act(&obs, false, &mut actions)?;
+            crate::guard::run_learner(
+                || "the agent's act during evaluation".into(),
+                || agent.act(&obs, false, &mut actions),
+            )?;
             let action = actions.as_vec_actions().get(0, act_dim);
             let info = env.step_into(action, &mut obs)?;
             ret += info.reward;
