@@ -137,19 +137,10 @@ impl RolloutBatch {
         )?;
         Error::check_len("rollout.advantages", n, self.advantages.len())?;
         Error::check_len("rollout.returns", n, self.returns.len())?;
-        for (name, values, width) in [
-            ("rollout.obs", &self.obs, obs_dim),
-            ("rollout.actions", &self.actions, act_dim),
-            ("rollout.advantages", &self.advantages, 1),
-            ("rollout.returns", &self.returns, 1),
-        ] {
-            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-                return Err(Error::NonFinite {
-                    name: format!("{name}[row {}]", i / width.max(1)),
-                    value: values[i] as f64,
-                });
-            }
-        }
+        Error::check_finite_rows("rollout.obs", &self.obs, obs_dim)?;
+        Error::check_finite_rows("rollout.actions", &self.actions, act_dim)?;
+        Error::check_finite_rows("rollout.advantages", &self.advantages, 1)?;
+        Error::check_finite_rows("rollout.returns", &self.returns, 1)?;
         Ok(())
     }
 }

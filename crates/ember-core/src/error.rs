@@ -167,6 +167,21 @@ impl Error {
         }
     }
 
+    /// Checks that every value of a row-major column of `width` values per row is finite;
+    /// the error names `name` and the row of the first NaN or infinity.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for the first non-finite value.
+    pub fn check_finite_rows(name: &str, values: &[f32], width: usize) -> Result<()> {
+        match values.iter().position(|v| !v.is_finite()) {
+            None => Ok(()),
+            Some(i) => Err(Error::NonFinite {
+                name: format!("{name}[row {}]", i / width.max(1)),
+                value: values[i] as f64,
+            }),
+        }
+    }
+
     /// Returns `Ok(())` if `got == expected`, else [`Error::Shape`].
     pub fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
         if expected == got {

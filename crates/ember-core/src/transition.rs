@@ -111,10 +111,10 @@ impl Batch {
         if !self.discount.is_empty() {
             Error::check_len("batch.discount", n, self.discount.len())?;
         }
-        check_finite_column("batch.obs", &self.obs, obs_dim)?;
-        check_finite_column("batch.next_obs", &self.next_obs, obs_dim)?;
-        check_finite_column("batch.action", &self.action, act_dim)?;
-        check_finite_column("batch.reward", &self.reward, 1)?;
+        Error::check_finite_rows("batch.obs", &self.obs, obs_dim)?;
+        Error::check_finite_rows("batch.next_obs", &self.next_obs, obs_dim)?;
+        Error::check_finite_rows("batch.action", &self.action, act_dim)?;
+        Error::check_finite_rows("batch.reward", &self.reward, 1)?;
         for (name, col) in [
             ("batch.terminated", &self.terminated),
             ("batch.truncated", &self.truncated),
@@ -167,17 +167,6 @@ impl Batch {
     /// Row `i` of the actions.
     pub fn action_row(&self, i: usize) -> &[f32] {
         &self.action[i * self.act_dim..(i + 1) * self.act_dim]
-    }
-}
-
-/// The first non-finite value of a row-major column, as an error naming its row.
-fn check_finite_column(name: &str, values: &[f32], width: usize) -> Result<()> {
-    match values.iter().position(|v| !v.is_finite()) {
-        None => Ok(()),
-        Some(i) => Err(Error::NonFinite {
-            name: format!("{name}[row {}]", i / width.max(1)),
-            value: values[i] as f64,
-        }),
     }
 }
 
