@@ -1,7 +1,8 @@
 //! The environment interface, with Gymnasium's semantics.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::space::Space;
+use crate::state::{StateReader, StateWriter};
 
 /// An action handed to [`Env::step`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,6 +57,27 @@ pub trait Env: Send {
     /// Advances one step and writes the next observation into `obs`.
     fn step_into(&mut self, action: Action<'_>, obs: &mut [f32]) -> Result<StepInfo>;
 
+    /// Appends everything that determines this environment's future (physical state,
+    /// generator, step counters) to `out`, so that [`Env::load_state`] on an environment
+    /// built the same way continues exactly. Trainers call it to resume runs.
+    ///
+    /// # Errors
+    /// The default: [`Error::Unavailable`] (this environment cannot be snapshotted).
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        let _ = out;
+        Err(no_snapshot())
+    }
+
+    /// Restores what [`Env::save_state`] wrote.
+    ///
+    /// # Errors
+    /// A snapshot of something else (wrong length or values); the default:
+    /// [`Error::Unavailable`].
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        let _ = src;
+        Err(no_snapshot())
+    }
+
     /// [`Env::reset_into`] returning a fresh vector.
     fn reset(&mut self, seed: Option<u64>) -> Result<Vec<f32>> {
         let mut obs = vec![0.0; self.observation_space().flat_dim()];
@@ -93,5 +115,22 @@ impl<E: Env + ?Sized> Env for Box<E> {
 
     fn step_into(&mut self, action: Action<'_>, obs: &mut [f32]) -> Result<StepInfo> {
         (**self).step_into(action, obs)
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        (**self).save_state(out)
+    }
+
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        (**self).load_state(src)
+    }
+}
+
+/// The error of an environment without snapshots.
+pub fn no_snapshot() -> Error {
+    Error::Unavailable {
+        what: "an exact snapshot of this environment".into(),
+        hint: "implement `Env::save_state` and `Env::load_state` for it to resume runs exactly"
+            .into(),
     }
 }

@@ -24,6 +24,7 @@ pub mod env;
 pub mod error;
 pub mod rng;
 pub mod space;
+pub mod state;
 pub mod transition;
 
 pub use env::{Action, Env, Step, StepInfo};

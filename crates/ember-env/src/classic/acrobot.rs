@@ -109,6 +109,18 @@ impl Acrobot {
 }
 
 impl Env for Acrobot {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        super::seeding::save_classic(out, self.state.as_ref().map(|s| &s[..]), &self.rng);
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        let (state, rng) = super::seeding::load_classic::<4>(src)?;
+        self.state = state;
+        self.rng = rng;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         &self.observation_space
     }

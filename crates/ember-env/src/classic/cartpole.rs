@@ -110,6 +110,27 @@ impl CartPole {
 }
 
 impl Env for CartPole {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        super::seeding::save_classic(out, self.state.as_ref().map(|s| &s[..]), &self.rng);
+        out.u64(self.steps_beyond_terminated.map_or(u64::MAX, u64::from));
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        let (state, rng) = super::seeding::load_classic::<4>(src)?;
+        let beyond = src.u64()?;
+        let beyond = match beyond {
+            u64::MAX => None,
+            n => Some(u32::try_from(n).map_err(|_| {
+                ember_core::Error::invalid("CartPole snapshot: steps beyond terminated", n, "a u32")
+            })?),
+        };
+        self.state = state;
+        self.steps_beyond_terminated = beyond;
+        self.rng = rng;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         &self.observation_space
     }

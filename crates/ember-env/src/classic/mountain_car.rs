@@ -73,6 +73,18 @@ impl MountainCar {
 }
 
 impl Env for MountainCar {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        super::seeding::save_classic(out, self.state.as_ref().map(|s| &s[..]), &self.rng);
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        let (state, rng) = super::seeding::load_classic::<2>(src)?;
+        self.state = state;
+        self.rng = rng;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         &self.observation_space
     }

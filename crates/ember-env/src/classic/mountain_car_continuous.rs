@@ -73,6 +73,20 @@ impl MountainCarContinuous {
 }
 
 impl Env for MountainCarContinuous {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        let state = self.state.map(|s| s.map(f64::from));
+        super::seeding::save_classic(out, state.as_ref().map(|s| &s[..]), &self.rng);
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        let (state, rng) = super::seeding::load_classic::<2>(src)?;
+        // The values were f32 when saved: the conversion back is exact.
+        self.state = state.map(|s| s.map(|x| x as f32));
+        self.rng = rng;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         &self.observation_space
     }

@@ -1,6 +1,7 @@
 //! The seeded generator each classic-control environment draws its reset states from.
 
-use ember_core::EmberRng;
+use ember_core::state::{StateReader, StateWriter};
+use ember_core::{EmberRng, Result};
 
 /// Seed of an environment's generator until `reset_into` is given a seed (Gymnasium seeds
 /// from OS entropy instead; Ember keeps every run reproducible).
@@ -34,6 +35,27 @@ impl EnvRng {
     pub(crate) fn uniform(&mut self, low: f64, high: f64) -> f64 {
         low + (high - low) * self.rng.next_f64()
     }
+}
+
+/// Appends a classic environment's snapshot: whether it has a state, the state, its
+/// generator.
+pub(crate) fn save_classic(out: &mut StateWriter, state: Option<&[f64]>, rng: &EnvRng) {
+    out.bool(state.is_some());
+    out.f64s(state.unwrap_or_default());
+    out.rng(&rng.rng);
+}
+
+/// Reads what [`save_classic`] wrote for an `N`-variable state.
+pub(crate) fn load_classic<const N: usize>(
+    src: &mut StateReader<'_>,
+) -> Result<(Option<[f64; N]>, EnvRng)> {
+    let some = src.bool()?;
+    let values = src.f64s(Some(if some { N } else { 0 }))?;
+    let rng = EnvRng { rng: src.rng()? };
+    Ok((
+        some.then(|| std::array::from_fn(|i| values[i])),
+        rng,
+    ))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! building block of both vector environments.
 
 use super::vec_env::VecActions;
+use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Env, Error, Result, Space};
 
 /// Where one batch writes a step's results (disjoint slices of the vector env's buffers).
@@ -87,6 +88,25 @@ impl<E: Env> EnvBatch<E> {
                 self.autoreset[i] = info.terminated || info.truncated;
             }
         }
+        Ok(())
+    }
+
+    /// Appends the pending autoresets and every sub-environment's snapshot.
+    pub(crate) fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        out.bools(&self.autoreset);
+        for env in &self.envs {
+            env.save_state(out)?;
+        }
+        Ok(())
+    }
+
+    /// Restores what [`EnvBatch::save_state`] wrote.
+    pub(crate) fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        let autoreset = src.bools(Some(self.envs.len()))?;
+        for env in &mut self.envs {
+            env.load_state(src)?;
+        }
+        self.autoreset = autoreset;
         Ok(())
     }
 

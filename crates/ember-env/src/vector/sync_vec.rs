@@ -2,6 +2,7 @@
 
 use super::env_batch::{EnvBatch, StepOut, common_spaces};
 use super::vec_env::{VecActions, VecEnv, VecStep};
+use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Env, Result, Space};
 
 /// Gymnasium's `SyncVectorEnv` with next-step autoreset: steps its sub-environments in
@@ -100,6 +101,14 @@ impl<E: Env> VecEnv for SyncVecEnv<E> {
             terminated: &self.terminated,
             truncated: &self.truncated,
         })
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        self.batch.save_state(out)
+    }
+
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        self.batch.load_state(src)
     }
 }
 

@@ -17,6 +17,7 @@
 
 use super::env_batch::{EnvBatch, StepOut, common_spaces};
 use super::vec_env::{VecActions, VecEnv, VecStep};
+use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Env, Error, Result, Space};
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -483,6 +484,24 @@ impl<E: Env + 'static> VecEnv for ThreadedVecEnv<E> {
         };
         self.execute(Command::Step { continuous })?;
         Ok(self.view())
+    }
+
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        for chunk in &self.shared.chunks {
+            // SAFETY: between commands no chunk is claimed: every chunk of the last
+            // generation finished before `execute` returned and none of the next can be
+            // claimed before `publish`, which needs `&mut self`.
+            unsafe { (*chunk.get()).save_state(out)? };
+        }
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        for chunk in &self.shared.chunks {
+            // SAFETY: as in `save_state`; `&mut self` also excludes every other reader.
+            unsafe { (*chunk.get()).load_state(src)? };
+        }
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The [`VecEnv`] interface and the batched action and step types.
 
 use crate::checks;
+use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Action, Error, Result, Space};
 
 /// Actions for every sub-environment of a vector environment, in sub-environment order.
@@ -95,6 +96,26 @@ pub trait VecEnv {
     /// Steps every sub-environment (or resets those whose episode ended at the previous
     /// step). Actions are checked before any sub-environment moves.
     fn step(&mut self, actions: VecActions<'_>) -> Result<VecStep<'_>>;
+
+    /// Appends every sub-environment's snapshot ([`ember_core::Env::save_state`]) and the
+    /// pending autoresets to `out`, so that [`VecEnv::load_state`] on a vector env built the
+    /// same way continues exactly.
+    ///
+    /// # Errors
+    /// A sub-environment without snapshots; the default: [`Error::Unavailable`].
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        let _ = out;
+        Err(ember_core::env::no_snapshot())
+    }
+
+    /// Restores what [`VecEnv::save_state`] wrote.
+    ///
+    /// # Errors
+    /// A snapshot of another vector env; the default: [`Error::Unavailable`].
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        let _ = src;
+        Err(ember_core::env::no_snapshot())
+    }
 }
 
 #[cfg(test)]

@@ -60,6 +60,14 @@ impl<E: Env> ClipAction<E> {
 }
 
 impl<E: Env> Env for ClipAction<E> {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        self.env.save_state(out)
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        self.env.load_state(src)
+    }
+
     fn observation_space(&self) -> &Space {
         self.env.observation_space()
     }

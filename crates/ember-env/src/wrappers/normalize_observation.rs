@@ -113,6 +113,17 @@ impl<E: Env> NormalizeObservation<E> {
 }
 
 impl<E: Env> Env for NormalizeObservation<E> {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        self.env.save_state(out)?;
+        self.rms.save_state(out);
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        self.env.load_state(src)?;
+        self.rms.load_state(src)
+    }
+
     fn observation_space(&self) -> &Space {
         &self.observation_space
     }

@@ -103,6 +103,25 @@ impl<E: Env> RecordEpisodeStatistics<E> {
 }
 
 impl<E: Env> Env for RecordEpisodeStatistics<E> {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        self.env.save_state(out)?;
+        out.f64(self.episode_return)
+            .u64(u64::from(self.episode_length))
+            .u64(self.episode_count);
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        self.env.load_state(src)?;
+        self.episode_return = src.f64()?;
+        let length = src.u64()?;
+        self.episode_length = u32::try_from(length).map_err(|_| {
+            Error::invalid("episode statistics snapshot: length", length, "a u32")
+        })?;
+        self.episode_count = src.u64()?;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         self.env.observation_space()
     }

@@ -20,6 +20,27 @@ impl RunningMeanStd {
         }
     }
 
+    /// Appends the statistics to a snapshot.
+    pub fn save_state(&self, out: &mut ember_core::state::StateWriter) {
+        out.f32s(&self.mean).f32s(&self.var).f64(self.count);
+    }
+
+    /// Restores what [`RunningMeanStd::save_state`] wrote (of the same dimension).
+    ///
+    /// # Errors
+    /// A snapshot of another dimension, or a short one.
+    pub fn load_state(
+        &mut self,
+        src: &mut ember_core::state::StateReader<'_>,
+    ) -> ember_core::Result<()> {
+        let mean = src.f32s(Some(self.mean.len()))?;
+        let var = src.f32s(Some(self.var.len()))?;
+        self.count = src.f64()?;
+        self.mean = mean;
+        self.var = var;
+        Ok(())
+    }
+
     /// Folds in one sample (a batch of one: batch mean `x`, batch variance 0). `x` must have
     /// the statistics' dimension (callers check it).
     pub fn update(&mut self, x: &[f32]) {

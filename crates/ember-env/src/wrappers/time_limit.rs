@@ -63,6 +63,20 @@ impl<E: Env> TimeLimit<E> {
 }
 
 impl<E: Env> Env for TimeLimit<E> {
+    fn save_state(&self, out: &mut ember_core::state::StateWriter) -> Result<()> {
+        self.env.save_state(out)?;
+        out.u64(u64::from(self.elapsed));
+        Ok(())
+    }
+
+    fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        self.env.load_state(src)?;
+        let elapsed = src.u64()?;
+        self.elapsed = u32::try_from(elapsed)
+            .map_err(|_| Error::invalid("TimeLimit snapshot: elapsed steps", elapsed, "a u32"))?;
+        Ok(())
+    }
+
     fn observation_space(&self) -> &Space {
         self.env.observation_space()
     }
