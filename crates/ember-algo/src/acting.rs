@@ -45,6 +45,35 @@ impl<M: Module> ActingCopy<M> {
         }
     }
 
+    /// Updates counted since the last refresh.
+    pub fn since(&self) -> u64 {
+        self.since
+    }
+
+    /// Writes the acting module (values and parameter ids) as `<dir>/acting.bpk`; save
+    /// [`ActingCopy::since`] with the learner's scalars.
+    ///
+    /// # Errors
+    /// An I/O error.
+    pub fn save_state(&self, dir: &std::path::Path) -> ember_core::Result<()> {
+        crate::training_state::save_net(&self.module, dir, "acting")
+    }
+
+    /// The acting module of `<dir>/acting.bpk` (the copy itself is unchanged: see
+    /// [`ActingCopy::restore`]).
+    ///
+    /// # Errors
+    /// A missing, unreadable or mismatched file.
+    pub fn load_module(&self, dir: &std::path::Path) -> ember_core::Result<M> {
+        crate::training_state::load_net(self.module.clone(), dir, "acting")
+    }
+
+    /// Puts back a saved acting module and update counter.
+    pub fn restore(&mut self, module: M, since: u64) {
+        self.module = module;
+        self.since = since;
+    }
+
     /// Copies `online` now.
     pub fn refresh(&mut self, online: &M) {
         self.module = inference_copy(online, &self.device);

@@ -103,18 +103,50 @@ pub fn load_module<M: Module>(mut module: M, dir: &Path, name: &str) -> Result<M
     Ok(module)
 }
 
-/// Writes a checkpoint of `learner` to `dir`, replacing the one there only once the new
-/// one is complete.
-pub fn save_checkpoint(learner: &dyn Checkpoint, dir: &Path, info: &CheckpointInfo) -> Result<()> {
+/// Fsyncs every file under `dir` and the folders themselves.
+fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path = entry.map_err(io(dir))?.path();
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            std::fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io(&path))?;
+        }
+    }
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    // Folders can be opened and synced on Unix; elsewhere this is best effort.
+    match std::fs::File::open(dir) {
+        Ok(f) => {
+            let _ = f.sync_all();
+            Ok(())
+        }
+        Err(e) => Err(io(dir)(e)),
+    }
+}
+
+/// Writes a folder atomically: `write` fills `<dir>.partial`, every file is fsynced, and only
+/// then does it take `dir`'s place (the old one moved to `<dir>.previous` for the instant
+/// between the two renames, then removed). A crash at any point leaves either the old or
+/// the new folder complete: [`existing_dir`] finds it.
+///
+/// # Errors
+/// An error of `write` or of the file system; `dir` is then left as it was.
+pub fn write_dir_atomically(dir: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let partial = sibling(dir, ".partial");
     if partial.exists() {
         std::fs::remove_dir_all(&partial).map_err(io(&partial))?;
     }
     std::fs::create_dir_all(&partial).map_err(io(&partial))?;
-    learner.save_networks(&partial)?;
-    let text = toml::to_string(info).expect("checkpoint info serialises");
-    let info_path = partial.join(INFO);
-    std::fs::write(&info_path, text).map_err(io(&info_path))?;
+    let written = write(&partial).and_then(|()| sync_tree(&partial));
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(e);
+    }
     let previous = sibling(dir, ".previous");
     if dir.exists() {
         if previous.exists() {
@@ -123,14 +155,42 @@ pub fn save_checkpoint(learner: &dyn Checkpoint, dir: &Path, info: &CheckpointIn
         std::fs::rename(dir, &previous).map_err(io(dir))?;
     }
     std::fs::rename(&partial, dir).map_err(io(dir))?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        sync_dir(parent)?;
+    }
     if previous.exists() {
         std::fs::remove_dir_all(&previous).map_err(io(&previous))?;
     }
     Ok(())
 }
 
+/// The complete folder [`write_dir_atomically`] left for `dir`: `dir` itself, or
+/// `<dir>.previous` if a crash came between its two renames; `None` if neither exists.
+pub fn existing_dir(dir: &Path) -> Option<PathBuf> {
+    if dir.is_dir() {
+        return Some(dir.to_path_buf());
+    }
+    let previous = sibling(dir, ".previous");
+    previous.is_dir().then_some(previous)
+}
+
+/// Writes a checkpoint of `learner` to `dir`, replacing the one there only once the new
+/// one is complete ([`write_dir_atomically`]).
+///
+/// # Errors
+/// An I/O error; the previous checkpoint is then left as it was.
+pub fn save_checkpoint(learner: &dyn Checkpoint, dir: &Path, info: &CheckpointInfo) -> Result<()> {
+    write_dir_atomically(dir, |partial| {
+        learner.save_networks(partial)?;
+        let text = toml::to_string(info).expect("checkpoint info serialises");
+        let info_path = partial.join(INFO);
+        std::fs::write(&info_path, text).map_err(io(&info_path))
+    })
+}
+
 /// Loads the checkpoint in `dir` into `learner` and says when it was taken.
 pub fn load_checkpoint(learner: &mut dyn Checkpoint, dir: &Path) -> Result<CheckpointInfo> {
+    let dir = &existing_dir(dir).unwrap_or_else(|| dir.to_path_buf());
     let info_path = dir.join(INFO);
     let text = std::fs::read_to_string(&info_path).map_err(io(&info_path))?;
     let info: CheckpointInfo = toml::from_str(&text).map_err(|e| Error::Corrupt {
@@ -215,6 +275,18 @@ impl Checkpointer {
             every => (env_steps / every + 1) * every,
         };
         Ok(())
+    }
+
+    /// Appends the schedule's position.
+    pub(crate) fn save_state(&self, out: &mut ember_core::state::StateWriter) {
+        out.u64(self.next).u64(self.written.unwrap_or(u64::MAX));
+    }
+
+    /// Puts the schedule where a snapshot says (`written` as [`Checkpointer::save_state`]
+    /// wrote it: `u64::MAX` for none).
+    pub(crate) fn restore(&mut self, next: u64, written: u64) {
+        self.next = next;
+        self.written = Some(written).filter(|&w| w != u64::MAX);
     }
 
     /// Writes the final checkpoint (unless the last one was taken at `env_steps`).

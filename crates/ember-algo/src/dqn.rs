@@ -12,9 +12,13 @@ use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::replay::ReplayConfig;
 use crate::schedule::LinearSchedule;
 use crate::tensors::{column, host, host_indices, index_column, matrix};
+use crate::training_state::{
+    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
+};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
+use ember_core::state::StateWriter;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_loss::{
     checked_loss, double_dqn_value, huber, huber_weighted, td_target, td_target_discounted,
@@ -352,5 +356,52 @@ impl OffPolicyLearner for Dqn {
 
     fn checkpoint(&self) -> Option<&dyn Checkpoint> {
         Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+impl TrainingState for Dqn {
+    /// Q, target, optimizer and acting copy (burnpack files); ε, the target-update clock,
+    /// the generator and the counters (`learner.state`).
+    fn save_state(&self, dir: &Path) -> Result<()> {
+        save_net(&self.q, dir, "q")?;
+        save_net(&self.target, dir, "target_q")?;
+        save_optim(&self.optim, dir, "optim")?;
+        self.acting.save_state(dir)?;
+        let mut w = StateWriter::new();
+        w.f64(self.epsilon)
+            .u64(self.last_target_update)
+            .rng(&self.rng)
+            .u64(self.progress.env_steps)
+            .u64(self.progress.updates)
+            .u64(self.acting.since());
+        save_scalars(dir, "dqn", w)
+    }
+
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let q = load_net(self.q.clone(), dir, "q")?;
+        let target = load_net(self.target.clone(), dir, "target_q")?;
+        let optim = load_optim(&self.optim, dir, "optim")?;
+        let acting = self.acting.load_module(dir)?;
+        let (epsilon, last, rng, progress, since) = load_scalars(dir, "dqn", |r| {
+            Ok((
+                r.f64()?,
+                r.u64()?,
+                r.rng()?,
+                Progress {
+                    env_steps: r.u64()?,
+                    updates: r.u64()?,
+                },
+                r.u64()?,
+            ))
+        })?;
+        (self.q, self.target, self.optim) = (q, target, optim);
+        self.acting.restore(acting, since);
+        (self.epsilon, self.last_target_update, self.rng) = (epsilon, last, rng);
+        self.progress = progress;
+        Ok(())
     }
 }

@@ -18,6 +18,13 @@ impl EvalResult {
     pub fn mean_return(&self) -> f64 {
         self.returns.iter().sum::<f64>() / self.returns.len().max(1) as f64
     }
+
+    /// Population standard deviation of the returns (0 for one episode).
+    pub fn std_return(&self) -> f64 {
+        let m = self.mean_return();
+        let n = self.returns.len().max(1) as f64;
+        (self.returns.iter().map(|r| (r - m) * (r - m)).sum::<f64>() / n).sqrt()
+    }
 }
 
 /// Runs `episodes` deterministic episodes on a fresh environment from `env` (a factory:

@@ -3,6 +3,7 @@
 
 use crate::agent::Agent;
 use crate::checkpoint::Checkpoint;
+use crate::training_state::TrainingState;
 use ember_core::{Batch, Error, Result};
 
 /// Named scalar metrics of one update (`critic_loss`, `alpha`, …), in a fixed order.
@@ -76,6 +77,12 @@ pub trait OffPolicyLearner: Agent {
     /// The learner's networks as a [`Checkpoint`], if it can write them (the trainers
     /// refuse a checkpoint config up front otherwise). Default: `None`.
     fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        None
+    }
+
+    /// The learner's whole training state, if it can save and restore it (what resuming a
+    /// run exactly needs). Default: `None`.
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
         None
     }
 }
@@ -188,6 +195,12 @@ pub trait OnPolicyLearner: Agent {
 
     /// The learner's networks as a [`Checkpoint`], if it can write them. Default: `None`.
     fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        None
+    }
+
+    /// The learner's whole training state, if it can save and restore it (what resuming a
+    /// run exactly needs). Default: `None`.
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
         None
     }
 }

@@ -85,6 +85,7 @@ mod report;
 pub mod sac;
 mod schedule;
 pub mod tensors;
+pub mod training_state;
 mod worker;
 
 pub use a2c::A2cConfig;
@@ -104,7 +105,7 @@ pub use learner::{
     AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, Progress, RolloutBatch, Update,
     check_discrete_actions,
 };
-pub use off_policy::{OffPolicyConfig, random_actions, train_off_policy};
+pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, train_on_policy};
 pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place};
 pub use policy_gradient::PolicyGradient;
@@ -113,3 +114,4 @@ pub use replay::{ReplayConfig, ReplayKind};
 pub use report::{EvalPoint, TrainReport};
 pub use sac::{Sac, SacConfig, UpdateSchedule};
 pub use schedule::LinearSchedule;
+pub use training_state::TrainingState;

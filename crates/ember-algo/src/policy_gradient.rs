@@ -12,9 +12,13 @@ use crate::learner::{
 };
 use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::tensors::{column, host, index_vector, matrix};
+use crate::training_state::{
+    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
+};
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
+use ember_core::state::StateWriter;
 use ember_core::{EmberRng, Error, Result, Space};
 use ember_loss::{checked_loss, entropy_loss, mse, policy_gradient_loss};
 use ember_nn::{Activation, ActorCriticNet, ActorCriticNetConfig, evaluate_logits};
@@ -230,6 +234,46 @@ impl OnPolicyLearner for PolicyGradient {
 
     fn checkpoint(&self) -> Option<&dyn Checkpoint> {
         Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+impl TrainingState for PolicyGradient {
+    /// The network, its optimizer and the acting copy (burnpack files); the generator and
+    /// the counters (`learner.state`).
+    fn save_state(&self, dir: &Path) -> Result<()> {
+        save_net(&self.net, dir, "actor_critic")?;
+        save_optim(&self.optim, dir, "optim")?;
+        self.acting.save_state(dir)?;
+        let mut w = StateWriter::new();
+        w.rng(&self.rng)
+            .u64(self.progress.env_steps)
+            .u64(self.progress.updates)
+            .u64(self.acting.since());
+        save_scalars(dir, self.settings.name, w)
+    }
+
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let net = load_net(self.net.clone(), dir, "actor_critic")?;
+        let optim = load_optim(&self.optim, dir, "optim")?;
+        let acting = self.acting.load_module(dir)?;
+        let (rng, progress, since) = load_scalars(dir, self.settings.name, |r| {
+            Ok((
+                r.rng()?,
+                Progress {
+                    env_steps: r.u64()?,
+                    updates: r.u64()?,
+                },
+                r.u64()?,
+            ))
+        })?;
+        (self.net, self.optim) = (net, optim);
+        self.acting.restore(acting, since);
+        (self.rng, self.progress) = (rng, progress);
+        Ok(())
     }
 }
 

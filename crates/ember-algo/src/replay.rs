@@ -150,6 +150,7 @@ impl ReplayConfig {
 
 /// Feeds a replay buffer from the sub-environments of a vector env: n-step accumulation
 /// per sub-environment, and episode-return scores (module docs).
+#[derive(Clone, Debug)]
 pub(crate) struct EpisodeWriter {
     nstep: Vec<NStep>,
     /// Whether the sampler's scores are kept up to date (return-weighted replay).
@@ -211,6 +212,64 @@ impl EpisodeWriter {
             pushes: 0,
             capacity: storage.capacity() as u64,
         })
+    }
+
+    /// Appends the writer's pending state (n-step windows, running returns, the current
+    /// episodes' slots) to a snapshot.
+    pub(crate) fn save_state(&self, out: &mut ember_core::state::StateWriter) {
+        out.usize(self.nstep.len());
+        for acc in &self.nstep {
+            acc.save_state(out);
+        }
+        out.f64s(&self.running)
+            .u64(self.pushes)
+            .usize(self.episode.len());
+        for slots in &self.episode {
+            out.usize(slots.len());
+            for &(slot, seq) in slots {
+                out.usize(slot).u64(seq);
+            }
+        }
+    }
+
+    /// Restores what [`EpisodeWriter::save_state`] wrote for a writer built the same way.
+    pub(crate) fn load_state(
+        &mut self,
+        src: &mut ember_core::state::StateReader<'_>,
+    ) -> Result<()> {
+        Error::check_len(
+            "n-step accumulators in the snapshot",
+            self.nstep.len(),
+            src.usize()?,
+        )?;
+        let mut nstep = self.nstep.clone();
+        for acc in &mut nstep {
+            acc.load_state(src)?;
+        }
+        let running = src.f64s(Some(self.running.len()))?;
+        let pushes = src.u64()?;
+        Error::check_len(
+            "episode lists in the snapshot",
+            self.episode.len(),
+            src.usize()?,
+        )?;
+        let mut episode = Vec::with_capacity(self.episode.len());
+        for _ in 0..self.episode.len() {
+            let n = src.usize()?;
+            if n as u64 > pushes {
+                return Err(Error::invalid(
+                    "episode length in the snapshot",
+                    n,
+                    format!("<= {pushes} pushes"),
+                ));
+            }
+            let slots = (0..n)
+                .map(|_| Ok((src.usize()?, src.u64()?)))
+                .collect::<Result<Vec<_>>>()?;
+            episode.push(slots);
+        }
+        (self.nstep, self.running, self.pushes, self.episode) = (nstep, running, pushes, episode);
+        Ok(())
     }
 
     /// Stores the one-step transition `t` of sub-environment `i` (through its n-step

@@ -1,6 +1,8 @@
 //! What a training run reports.
 
 use crate::learner::{Metrics, Progress};
+use ember_core::state::{StateReader, StateWriter};
+use ember_core::{Error, Result};
 use ember_env::EnvFactory;
 
 /// One evaluation during training.
@@ -10,6 +12,10 @@ pub struct EvalPoint {
     pub env_steps: u64,
     /// Mean return of the deterministic evaluation episodes.
     pub mean_return: f64,
+    /// Standard deviation of their returns.
+    pub std_return: f64,
+    /// Number of episodes.
+    pub episodes: usize,
 }
 
 /// The outcome of one training call (counts are of this call; the learner's totals over
@@ -38,10 +44,77 @@ pub struct TrainReport {
 }
 
 impl TrainReport {
+    /// Appends the counters, evaluations and last metrics (not `progress` or `wall_secs`,
+    /// which the trainer restores from elsewhere).
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        out.u64(self.env_steps)
+            .u64(self.updates)
+            .u64(self.episodes)
+            .f64(self.recent_train_return)
+            .u64(self.sample_waits)
+            .usize(self.evals.len());
+        for e in &self.evals {
+            out.u64(e.env_steps)
+                .f64(e.mean_return)
+                .f64(e.std_return)
+                .usize(e.episodes);
+        }
+        out.usize(self.last_metrics.0.len());
+        for &(name, value) in &self.last_metrics.0 {
+            out.str(name).f64(value);
+        }
+    }
+
+    /// Restores what [`TrainReport::save_state`] wrote.
+    pub(crate) fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        self.env_steps = src.u64()?;
+        self.updates = src.u64()?;
+        self.episodes = src.u64()?;
+        self.recent_train_return = src.f64()?;
+        self.sample_waits = src.u64()?;
+        let n = src.usize()?;
+        self.evals = (0..n.min(1 << 20))
+            .map(|_| {
+                Ok(EvalPoint {
+                    env_steps: src.u64()?,
+                    mean_return: src.f64()?,
+                    std_return: src.f64()?,
+                    episodes: src.usize()?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let n = src.usize()?;
+        let mut metrics = Metrics::default();
+        for _ in 0..n.min(1 << 10) {
+            let name = metric_name(&src.string()?);
+            metrics.push(name, src.f64()?);
+        }
+        self.last_metrics = metrics;
+        Ok(())
+    }
+
     /// The mean return of the last evaluation, if any ran.
     pub fn final_eval(&self) -> Option<f64> {
         self.evals.last().map(|e| e.mean_return)
     }
+}
+
+/// A metric name as `&'static str` (what [`Metrics`] holds): names are few and fixed per
+/// learner, so each distinct one read back from a snapshot is interned once for the process.
+fn metric_name(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(&known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
 }
 
 /// Per-sub-environment episode bookkeeping shared by the trainers.
@@ -72,6 +145,20 @@ impl EpisodeTracker {
             self.running[env] = 0.0;
             self.episodes += 1;
         }
+    }
+
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        let recent: Vec<f64> = self.recent.iter().copied().collect();
+        out.f64s(&self.running).f64s(&recent).u64(self.episodes);
+    }
+
+    pub(crate) fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        let running = src.f64s(Some(self.running.len()))?;
+        let recent = src.f64s(None)?;
+        self.episodes = src.u64()?;
+        self.running = running;
+        self.recent = recent.into();
+        Ok(())
     }
 
     pub(crate) fn recent_mean(&self) -> f64 {
@@ -114,13 +201,32 @@ impl<'a> EvalSchedule<'a> {
         }
     }
 
+    /// Appends the next evaluation point and the wall-clock seconds so far.
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        out.u64(self.next).f64(self.start.elapsed().as_secs_f64());
+    }
+
+    /// Puts the schedule where a snapshot says: the next evaluation point, and the clock
+    /// going on from `secs` wall seconds (a value that is no duration counts as 0).
+    pub(crate) fn restore(&mut self, next: u64, secs: f64) {
+        let elapsed = std::time::Duration::try_from_secs_f64(secs).unwrap_or_default();
+        let now = std::time::Instant::now();
+        self.next = next;
+        self.start = now.checked_sub(elapsed).unwrap_or(now);
+    }
+
+    /// Seconds since training started (over resumed runs).
+    pub(crate) fn wall_secs(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
     /// Evaluates if `report.env_steps` reached the next evaluation point; returns whether
     /// training should stop (the evaluation reached the target return).
     pub(crate) fn maybe(
         &mut self,
         agent: &mut dyn crate::agent::Agent,
         report: &mut TrainReport,
-    ) -> ember_core::Result<bool> {
+    ) -> Result<bool> {
         if report.env_steps < self.next || self.episodes == 0 {
             return Ok(false);
         }
@@ -136,7 +242,7 @@ impl<'a> EvalSchedule<'a> {
         agent: &mut dyn crate::agent::Agent,
         mut report: TrainReport,
         episodes: &EpisodeTracker,
-    ) -> ember_core::Result<TrainReport> {
+    ) -> Result<TrainReport> {
         if self.episodes > 0 && report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
             self.run(agent, &mut report)?;
         }
@@ -146,27 +252,25 @@ impl<'a> EvalSchedule<'a> {
         Ok(report)
     }
 
-    fn run(
-        &self,
-        agent: &mut dyn crate::agent::Agent,
-        report: &mut TrainReport,
-    ) -> ember_core::Result<()> {
+    fn run(&self, agent: &mut dyn crate::agent::Agent, report: &mut TrainReport) -> Result<()> {
         let seed = self.seed.wrapping_add(1_000_000);
         let result = crate::evaluate::evaluate(agent, self.env, self.episodes, seed)?;
         report.evals.push(EvalPoint {
             env_steps: report.env_steps,
             mean_return: result.mean_return(),
+            std_return: result.std_return(),
+            episodes: result.returns.len(),
         });
         Ok(())
     }
 }
 
 /// `eval_episodes = 0` turns evaluation off, which a `target_return` needs.
-pub(crate) fn check_eval_settings(episodes: usize, target: Option<f64>) -> ember_core::Result<()> {
+pub(crate) fn check_eval_settings(episodes: usize, target: Option<f64>) -> Result<()> {
     if let Some(t) = target {
-        ember_core::Error::check_finite(|| "target_return".into(), t)?;
+        Error::check_finite(|| "target_return".into(), t)?;
         if episodes == 0 {
-            return Err(ember_core::Error::invalid(
+            return Err(Error::invalid(
                 "eval_episodes",
                 0,
                 ">= 1 (target_return stops training at an evaluation)",

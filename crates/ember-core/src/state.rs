@@ -90,6 +90,17 @@ impl StateWriter {
         self
     }
 
+    /// Appends a string (its length, then its UTF-8 bytes, eight per word).
+    pub fn str(&mut self, v: &str) -> &mut Self {
+        self.usize(v.len());
+        for chunk in v.as_bytes().chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.words.push(u64::from_le_bytes(b));
+        }
+        self
+    }
+
     /// Appends a length and the words of `other` (a nested snapshot).
     pub fn nested(&mut self, other: &[u64]) -> &mut Self {
         self.usize(other.len());
@@ -237,6 +248,20 @@ impl<'a> StateReader<'a> {
         (0..n).map(|_| self.bool()).collect()
     }
 
+    /// The next string.
+    ///
+    /// # Errors
+    /// The snapshot ended or the bytes are not UTF-8.
+    pub fn string(&mut self) -> Result<String> {
+        let n = self.len(None)?;
+        let mut bytes = Vec::with_capacity(n);
+        for _ in 0..n.div_ceil(8) {
+            bytes.extend(self.u64()?.to_le_bytes());
+        }
+        bytes.truncate(n);
+        String::from_utf8(bytes).map_err(|_| self.malformed("UTF-8 text"))
+    }
+
     /// The next nested snapshot (see [`StateWriter::nested`]).
     ///
     /// # Errors
@@ -316,7 +341,9 @@ pub fn load_words(path: &Path, kind: &str) -> Result<Vec<u64>> {
         reason,
     };
     if bytes.len() < 28 || &bytes[..8] != MAGIC {
-        return Err(corrupt("no snapshot header (truncated or another file)".into()));
+        return Err(corrupt(
+            "no snapshot header (truncated or another file)".into(),
+        ));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
     let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
@@ -366,6 +393,7 @@ mod tests {
             .f32s(&[1.0, f32::NAN, -3.5])
             .f64s(&[2.5])
             .bools(&[true, false])
+            .str("critic_loss·9")
             .nested(&[7, 8]);
         let words = w.into_words();
         let mut r = StateReader::new(&words, "test");
@@ -379,6 +407,7 @@ mod tests {
         assert!(f[1].is_nan());
         assert_eq!(r.f64s(None).unwrap(), vec![2.5]);
         assert_eq!(r.bools(Some(2)).unwrap(), vec![true, false]);
+        assert_eq!(r.string().unwrap(), "critic_loss·9");
         assert_eq!(r.nested().unwrap(), &[7, 8]);
         r.finish().unwrap();
     }
@@ -392,7 +421,10 @@ mod tests {
             .f32s(Some(3))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("snapshot of thing") && e.contains("3 values"), "{e}");
+        assert!(
+            e.contains("snapshot of thing") && e.contains("3 values"),
+            "{e}"
+        );
         let mut r = StateReader::new(&words, "thing");
         r.f32s(None).unwrap();
         assert!(r.bool().is_err(), "2 is not a flag");
@@ -414,7 +446,12 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[30] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load_words(&path, "env").unwrap_err().to_string().contains("checksum"));
+        assert!(
+            load_words(&path, "env")
+                .unwrap_err()
+                .to_string()
+                .contains("checksum")
+        );
         std::fs::write(&path, &bytes[..20]).unwrap();
         assert!(load_words(&path, "env").is_err());
         assert!(matches!(

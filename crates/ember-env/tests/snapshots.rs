@@ -147,6 +147,9 @@ impl Env for Plain {
 #[test]
 fn an_env_without_snapshots_says_so() {
     let env = SyncVecEnv::new(vec![Plain(ember_env::CartPole::new())]).unwrap();
-    let e = env.save_state(&mut StateWriter::new()).unwrap_err().to_string();
+    let e = env
+        .save_state(&mut StateWriter::new())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("save_state"), "{e}");
 }

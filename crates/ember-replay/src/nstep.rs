@@ -46,6 +46,33 @@ impl NStep {
         })
     }
 
+    /// Appends the pending steps to a snapshot (see [`ember_core::state`]).
+    pub fn save_state(&self, out: &mut ember_core::state::StateWriter) {
+        out.usize(self.start).usize(self.len);
+        out.f32s(&self.obs).f32s(&self.action).f32s(&self.reward);
+    }
+
+    /// Restores what [`NStep::save_state`] wrote for an accumulator of the same shape.
+    ///
+    /// # Errors
+    /// A snapshot of another shape, or a short one.
+    pub fn load_state(&mut self, src: &mut ember_core::state::StateReader<'_>) -> Result<()> {
+        let (start, len) = (src.usize()?, src.usize()?);
+        if start >= self.n || len > self.n {
+            return Err(Error::invalid(
+                "n-step snapshot",
+                format!("start {start}, {len} pending"),
+                format!("both below n = {}", self.n),
+            ));
+        }
+        let obs = src.f32s(Some(self.obs.len()))?;
+        let action = src.f32s(Some(self.action.len()))?;
+        let reward = src.f32s(Some(self.reward.len()))?;
+        (self.start, self.len) = (start, len);
+        (self.obs, self.action, self.reward) = (obs, action, reward);
+        Ok(())
+    }
+
     /// Number of steps waiting for their window to complete.
     pub fn pending(&self) -> usize {
         self.len

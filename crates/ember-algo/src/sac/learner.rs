@@ -11,10 +11,14 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::optimizer::OptimizerKind;
 use crate::tensors::{column, matrix};
+use crate::training_state::{
+    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
+};
 use crate::worker::Worker;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
+use ember_core::state::StateWriter;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_nn::{
     CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
@@ -314,5 +318,70 @@ impl OffPolicyLearner for Sac {
 
     fn checkpoint(&self) -> Option<&dyn Checkpoint> {
         Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+fn locked(optim: &Mutex<ModuleOptimizer>) -> std::sync::MutexGuard<'_, ModuleOptimizer> {
+    // A panic on the worker never leaves the optimizer half-stepped (it steps a clone).
+    optim
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl TrainingState for Sac {
+    /// The networks, their optimizers and the acting copy (burnpack files), α, both
+    /// generators and the counters (`learner.state`).
+    fn save_state(&self, dir: &Path) -> Result<()> {
+        save_net(&self.actor, dir, "actor")?;
+        save_net(&self.critic, dir, "critic")?;
+        save_net(&self.target, dir, "target_critic")?;
+        save_net(&self.temperature, dir, "temperature")?;
+        save_optim(&self.actor_optim, dir, "actor_optim")?;
+        save_optim(&locked(&self.critic_optim), dir, "critic_optim")?;
+        save_optim(&self.alpha_optim, dir, "alpha_optim")?;
+        self.acting.save_state(dir)?;
+        let mut w = StateWriter::new();
+        w.f64(self.alpha)
+            .rng(&self.noise_rng)
+            .rng(&self.act_rng)
+            .u64(self.progress.env_steps)
+            .u64(self.progress.updates)
+            .u64(self.acting.since());
+        save_scalars(dir, "sac", w)
+    }
+
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let actor = load_net(self.actor.clone(), dir, "actor")?;
+        let critic = load_net(self.critic.clone(), dir, "critic")?;
+        let target = load_net(self.target.clone(), dir, "target_critic")?;
+        let temperature = load_net(self.temperature.clone(), dir, "temperature")?;
+        let actor_optim = load_optim(&self.actor_optim, dir, "actor_optim")?;
+        let critic_optim = load_optim(&locked(&self.critic_optim), dir, "critic_optim")?;
+        let alpha_optim = load_optim(&self.alpha_optim, dir, "alpha_optim")?;
+        let acting = self.acting.load_module(dir)?;
+        let (alpha, noise_rng, act_rng, progress, since) = load_scalars(dir, "sac", |r| {
+            Ok((
+                r.f64()?,
+                r.rng()?,
+                r.rng()?,
+                Progress {
+                    env_steps: r.u64()?,
+                    updates: r.u64()?,
+                },
+                r.u64()?,
+            ))
+        })?;
+        (self.actor, self.critic, self.target) = (actor, critic, target);
+        self.temperature = temperature;
+        (self.actor_optim, self.alpha_optim) = (actor_optim, alpha_optim);
+        *locked(&self.critic_optim) = critic_optim;
+        self.acting.restore(acting, since);
+        (self.alpha, self.noise_rng, self.act_rng) = (alpha, noise_rng, act_rng);
+        self.progress = progress;
+        Ok(())
     }
 }

@@ -52,10 +52,7 @@ pub(crate) fn load_classic<const N: usize>(
     let some = src.bool()?;
     let values = src.f64s(Some(if some { N } else { 0 }))?;
     let rng = EnvRng { rng: src.rng()? };
-    Ok((
-        some.then(|| std::array::from_fn(|i| values[i])),
-        rng,
-    ))
+    Ok((some.then(|| std::array::from_fn(|i| values[i])), rng))
 }
 
 #[cfg(test)]

@@ -115,9 +115,8 @@ impl<E: Env> Env for RecordEpisodeStatistics<E> {
         self.env.load_state(src)?;
         self.episode_return = src.f64()?;
         let length = src.u64()?;
-        self.episode_length = u32::try_from(length).map_err(|_| {
-            Error::invalid("episode statistics snapshot: length", length, "a u32")
-        })?;
+        self.episode_length = u32::try_from(length)
+            .map_err(|_| Error::invalid("episode statistics snapshot: length", length, "a u32"))?;
         self.episode_count = src.u64()?;
         Ok(())
     }
