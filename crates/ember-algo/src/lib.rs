@@ -85,6 +85,7 @@ mod report;
 pub mod sac;
 mod schedule;
 pub mod tensors;
+mod trainer;
 pub mod training_state;
 mod worker;
 
@@ -106,7 +107,7 @@ pub use learner::{
     check_discrete_actions,
 };
 pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
-pub use on_policy::{OnPolicyConfig, train_on_policy};
+pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};
 pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place};
 pub use policy_gradient::PolicyGradient;
 pub use reinforce::ReinforceConfig;
@@ -114,4 +115,5 @@ pub use replay::{ReplayConfig, ReplayKind};
 pub use report::{EvalPoint, TrainReport};
 pub use sac::{Sac, SacConfig, UpdateSchedule};
 pub use schedule::LinearSchedule;
+pub use trainer::Trainer;
 pub use training_state::TrainingState;

@@ -395,18 +395,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
     /// A learner or environment without exact snapshots ([`Error::Unavailable`]), an I/O
     /// error.
     pub fn save_state(&mut self, dir: &Path) -> Result<()> {
-        let learner_dir = dir.join("learner");
-        std::fs::create_dir_all(&learner_dir).map_err(|source| Error::Io {
-            path: learner_dir.clone(),
-            source,
-        })?;
-        self.learner
-            .training_state()
-            .ok_or_else(no_training_state)?
-            .save_state(&learner_dir)?;
-        let mut env = StateWriter::new();
-        self.env.save_state(&mut env)?;
-        save_words(&dir.join("env.state"), "vector env", env.words())?;
+        crate::trainer::save_learner_and_env(self.learner.training_state(), &*self.env, dir)?;
         self.replay.save(dir.join("replay.bin"))?;
         let mut out = StateWriter::new();
         self.save_own_state(&mut out);
@@ -460,26 +449,15 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             trainer.load_own_state(&mut src, &self.config)?;
             src.finish()?;
         }
-        // The environments and the learner last: each restores all or nothing, and the
-        // environments' snapshot is checked against their shape before the learner moves.
-        let mut src = StateReader::new(&env_words, "vector env");
-        self.env.load_state(&mut src)?;
-        src.finish()?;
-        self.learner
-            .training_state()
-            .ok_or_else(no_training_state)?
-            .load_state(&dir.join("learner"))?;
+        crate::trainer::load_learner_and_env(
+            self.learner.training_state(),
+            &mut *self.env,
+            &env_words,
+            dir,
+        )?;
         *self.replay = replay;
         trainer.apply_to(self);
         Ok(())
-    }
-}
-
-/// The learner's missing [`crate::TrainingState`].
-fn no_training_state() -> Error {
-    Error::Unavailable {
-        what: "the training state of this learner".into(),
-        hint: "exact resume needs a learner whose `training_state()` returns one".into(),
     }
 }
 
@@ -525,36 +503,12 @@ impl OwnState {
         config: &OffPolicyConfig,
     ) -> Result<()> {
         let n = self.resetting.len();
-        let saved = |what: &str, want: u64, got: u64| {
-            Error::check_len(
-                &format!("{what} of the saved run"),
-                want as usize,
-                got as usize,
-            )
-        };
-        saved("sub-environments", n as u64, src.u64()?)?;
-        saved(
-            "observation width",
-            (self.obs.len() / n.max(1)) as u64,
-            src.u64()?,
-        )?;
+        Error::check_len("sub-environments of the saved run", n, src.usize()?)?;
+        let obs_dim = self.obs.len() / n.max(1);
+        Error::check_len("observation width of the saved run", obs_dim, src.usize()?)?;
         let _act_dim = src.u64()?;
-        let total = src.u64()?;
-        if total != config.total_steps {
-            return Err(Error::invalid(
-                "total_steps",
-                config.total_steps,
-                format!("the saved run's {total} (resume with the run's own config)"),
-            ));
-        }
-        let seed = src.u64()?;
-        if seed != config.seed {
-            return Err(Error::invalid(
-                "seed",
-                config.seed,
-                format!("the saved run's {seed} (resume with the run's own config)"),
-            ));
-        }
+        crate::trainer::check_saved("total_steps", config.total_steps, src.u64()?)?;
+        crate::trainer::check_saved("seed", config.seed, src.u64()?)?;
         self.start = Progress {
             env_steps: src.u64()?,
             updates: src.u64()?,

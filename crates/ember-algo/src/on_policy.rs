@@ -7,10 +7,12 @@ use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::{AdvantageMode, OnPolicyLearner, Progress, RolloutBatch};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
+use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Error, Result};
 use ember_env::{EnvFactory, VecEnv};
 use ember_loss::{Rollout, discounted_returns, gae};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// Settings of the on-policy loop.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,90 +97,250 @@ pub fn train_on_policy<L: OnPolicyLearner>(
     eval_env: &dyn EnvFactory,
     config: &OnPolicyConfig,
 ) -> Result<TrainReport> {
-    config.validate()?;
-    let n = env.num_envs();
-    let obs_dim = env.single_observation_space().flat_dim();
-    Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
-    crate::evaluate::check_eval_env(env, eval_env)?;
-    let space = env.single_action_space().clone();
-    let act_dim = stored_action_dim(&space);
-    let mut actions = ActionBuf::for_space(&space);
-    let mut obs = env.reset(Some(config.seed))?.to_vec();
-    let mut resetting = vec![false; n];
-    let mut row = Vec::with_capacity(act_dim);
-    let mut episodes = EpisodeTracker::new(n);
-    let mut report = TrainReport::default();
-    let mut buf = RolloutBuffer::default();
-    let mut batch = RolloutBatch::default();
-    let mut evals = EvalSchedule::new(
-        eval_env,
-        config.eval_episodes,
-        config.seed,
-        config.eval_every,
-        config.target_return,
-    );
-    let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
-    let Progress { env_steps, updates } = *learner.progress();
-    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
-    while report.env_steps < config.total_steps {
+    let mut trainer = OnPolicyTrainer::new(learner, env, eval_env, config)?;
+    while !trainer.is_done() {
+        trainer.step()?;
+    }
+    trainer.finish()
+}
+
+/// The on-policy loop as a value: one rollout and update per [`OnPolicyTrainer::step`],
+/// with the run's state saved and restored exactly ([`OnPolicyTrainer::save_state`]).
+pub struct OnPolicyTrainer<'a, L: OnPolicyLearner> {
+    learner: &'a mut L,
+    env: &'a mut dyn VecEnv,
+    config: OnPolicyConfig,
+    obs_dim: usize,
+    act_dim: usize,
+    actions: ActionBuf,
+    obs: Vec<f32>,
+    resetting: Vec<bool>,
+    row: Vec<f32>,
+    episodes: EpisodeTracker,
+    report: TrainReport,
+    buf: RolloutBuffer,
+    batch: RolloutBatch,
+    evals: EvalSchedule<'a>,
+    checkpoints: Checkpointer,
+    reached_target: bool,
+}
+
+/// The snapshot kind of the loop's own state.
+const TRAINER_STATE: &str = "on-policy trainer";
+
+impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
+    /// Checks what can be checked before training, resets `env` with `config.seed` and
+    /// writes the first weight checkpoint if `config.checkpoint` asks for them.
+    ///
+    /// # Errors
+    /// An invalid config; a width or space mismatch between the env, the evaluation env
+    /// and the learner; checkpoints asked of a learner without them.
+    pub fn new(
+        learner: &'a mut L,
+        env: &'a mut dyn VecEnv,
+        eval_env: &'a dyn EnvFactory,
+        config: &OnPolicyConfig,
+    ) -> Result<Self> {
+        config.validate()?;
+        let n = env.num_envs();
+        let obs_dim = env.single_observation_space().flat_dim();
+        Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
+        crate::evaluate::check_eval_env(env, eval_env)?;
+        let space = env.single_action_space().clone();
+        let act_dim = stored_action_dim(&space);
+        let obs = env.reset(Some(config.seed))?.to_vec();
+        let evals = EvalSchedule::new(
+            eval_env,
+            config.eval_episodes,
+            config.seed,
+            config.eval_every,
+            config.target_return,
+        );
+        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+        let Progress { env_steps, updates } = *learner.progress();
+        checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
+        Ok(OnPolicyTrainer {
+            learner,
+            env,
+            config: config.clone(),
+            obs_dim,
+            act_dim,
+            actions: ActionBuf::for_space(&space),
+            obs,
+            resetting: vec![false; n],
+            row: Vec::with_capacity(act_dim),
+            episodes: EpisodeTracker::new(n),
+            report: TrainReport::default(),
+            buf: RolloutBuffer::default(),
+            batch: RolloutBatch::default(),
+            evals,
+            checkpoints,
+            reached_target: false,
+        })
+    }
+
+    /// Whether the budget is spent or an evaluation reached `config.target_return`.
+    pub fn is_done(&self) -> bool {
+        self.reached_target || self.report.env_steps >= self.config.total_steps
+    }
+
+    /// The run so far (see [`crate::OffPolicyTrainer::report`]).
+    pub fn report(&self) -> &TrainReport {
+        &self.report
+    }
+
+    /// The learner being trained.
+    pub fn learner(&mut self) -> &mut L {
+        self.learner
+    }
+
+    /// One rollout of `n_steps` per sub-environment and one update from it, then a
+    /// checkpoint and an evaluation when due. Does nothing once [`Self::is_done`].
+    ///
+    /// # Errors
+    /// As [`train_on_policy`]; after an error the trainer should be dropped.
+    pub fn step(&mut self) -> Result<()> {
+        if self.is_done() {
+            return Ok(());
+        }
+        let n = self.resetting.len();
+        let (obs_dim, act_dim) = (self.obs_dim, self.act_dim);
+        let n_steps = self.config.n_steps;
+        let buf = &mut self.buf;
         buf.clear();
-        for _ in 0..config.n_steps {
-            buf.obs.extend_from_slice(&obs);
+        for _ in 0..n_steps {
+            buf.obs.extend_from_slice(&self.obs);
+            let (learner, obs, actions) = (&mut *self.learner, &self.obs, &mut self.actions);
             crate::guard::run_learner(
                 || "the learner's act".into(),
-                || learner.act(&obs, true, &mut actions),
+                || learner.act(obs, true, actions),
             )?;
-            let step = env.step(actions.as_vec_actions())?;
-            for (i, resetting) in resetting.iter_mut().enumerate() {
-                actions.write_row(i, act_dim, &mut row);
-                buf.actions.extend_from_slice(&row);
+            let step = self.env.step(self.actions.as_vec_actions())?;
+            for (i, resetting) in self.resetting.iter_mut().enumerate() {
+                self.actions.write_row(i, act_dim, &mut self.row);
+                buf.actions.extend_from_slice(&self.row);
                 buf.rewards.push(step.rewards[i] as f32);
                 buf.terminated.push(step.terminated[i] as u8 as f32);
                 buf.truncated.push(step.truncated[i] as u8 as f32);
                 buf.reset_step.push(*resetting);
                 let done = step.terminated[i] || step.truncated[i];
                 if !*resetting {
-                    episodes.record(i, step.rewards[i], done);
+                    self.episodes.record(i, step.rewards[i], done);
                 }
                 *resetting = done;
             }
-            obs.copy_from_slice(step.obs);
+            self.obs.copy_from_slice(step.obs);
         }
-        buf.obs.extend_from_slice(&obs);
-        report.env_steps += (n * config.n_steps) as u64;
-        learner.progress().env_steps += (n * config.n_steps) as u64;
+        buf.obs.extend_from_slice(&self.obs);
+        self.report.env_steps += (n * n_steps) as u64;
+        self.learner.progress().env_steps += (n * n_steps) as u64;
+        let learner = &mut *self.learner;
         let values = crate::guard::run_learner(
             || "the learner's values".into(),
             || learner.values(&buf.obs),
         )?;
         advantages(
             learner.advantage_mode(),
-            &buf,
+            buf,
             values.as_deref(),
             n,
             obs_dim,
             act_dim,
-            &mut batch,
+            &mut self.batch,
         )?;
-        if batch.len > 0 {
+        if self.batch.len > 0 {
             let step = learner.progress().updates;
-            report.last_metrics = crate::guard::run_learner(
+            let batch = &self.batch;
+            self.report.last_metrics = crate::guard::run_learner(
                 || format!("the learner's update {step}"),
-                || learner.update(&batch, step),
+                || learner.update(batch, step),
             )?;
             learner.progress().updates += 1;
-            report.updates += 1;
+            self.report.updates += 1;
         }
-        let Progress { env_steps, updates } = *learner.progress();
-        checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
-        if evals.maybe(learner, &mut report)? {
-            break;
+        let Progress { env_steps, updates } = *self.learner.progress();
+        self.checkpoints
+            .maybe(self.learner.checkpoint(), env_steps, updates)?;
+        self.report.episodes = self.episodes.episodes;
+        self.report.recent_train_return = self.episodes.recent_mean();
+        self.report.progress = *self.learner.progress();
+        if self.evals.maybe(self.learner, &mut self.report)? {
+            self.reached_target = true;
         }
+        self.report.wall_secs = self.evals.wall_secs();
+        Ok(())
     }
-    let Progress { env_steps, updates } = *learner.progress();
-    checkpoints.finish(learner.checkpoint(), env_steps, updates)?;
-    report.progress = *learner.progress();
-    evals.finish(learner, report, &episodes)
+
+    /// The final weight checkpoint and evaluation, and the report of the call.
+    ///
+    /// # Errors
+    /// An error writing the checkpoint or evaluating.
+    pub fn finish(mut self) -> Result<TrainReport> {
+        let Progress { env_steps, updates } = *self.learner.progress();
+        self.checkpoints
+            .finish(self.learner.checkpoint(), env_steps, updates)?;
+        self.report.progress = *self.learner.progress();
+        self.evals.finish(self.learner, self.report, &self.episodes)
+    }
+
+    /// Writes the run's whole state into `dir`: `learner/` (its [`crate::TrainingState`]),
+    /// `env.state` and `trainer.state`.
+    ///
+    /// # Errors
+    /// A learner or environment without exact snapshots, an I/O error.
+    pub fn save_state(&mut self, dir: &Path) -> Result<()> {
+        crate::trainer::save_learner_and_env(self.learner.training_state(), &*self.env, dir)?;
+        let mut out = StateWriter::new();
+        out.usize(self.resetting.len())
+            .u64(self.config.total_steps)
+            .u64(self.config.seed)
+            .f32s(&self.obs)
+            .bools(&self.resetting)
+            .bool(self.reached_target);
+        self.episodes.save_state(&mut out);
+        self.report.save_state(&mut out);
+        self.evals.save_state(&mut out);
+        self.checkpoints.save_state(&mut out);
+        save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
+    }
+
+    /// Restores what [`OnPolicyTrainer::save_state`] wrote, into a trainer built like the
+    /// saved one. On an error nothing has changed.
+    ///
+    /// # Errors
+    /// A missing, truncated or damaged file, or the state of a different run.
+    pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
+        let mut src = StateReader::new(&words, TRAINER_STATE);
+        let n = self.resetting.len();
+        Error::check_len("sub-environments of the saved run", n, src.usize()?)?;
+        crate::trainer::check_saved("total_steps", self.config.total_steps, src.u64()?)?;
+        crate::trainer::check_saved("seed", self.config.seed, src.u64()?)?;
+        let obs = src.f32s(Some(self.obs.len()))?;
+        let resetting = src.bools(Some(n))?;
+        let reached_target = src.bool()?;
+        let mut episodes = self.episodes.clone();
+        episodes.load_state(&mut src)?;
+        let mut report = self.report.clone();
+        report.load_state(&mut src)?;
+        let evals = (src.u64()?, src.f64()?);
+        let checkpoints = (src.u64()?, src.u64()?);
+        src.finish()?;
+        let env_words = load_words(&dir.join("env.state"), "vector env")?;
+        crate::trainer::load_learner_and_env(
+            self.learner.training_state(),
+            &mut *self.env,
+            &env_words,
+            dir,
+        )?;
+        (self.obs, self.resetting, self.reached_target) = (obs, resetting, reached_target);
+        (self.episodes, self.report) = (episodes, report);
+        self.report.progress = *self.learner.progress();
+        self.evals.restore(evals.0, evals.1);
+        self.checkpoints.restore(checkpoints.0, checkpoints.1);
+        self.report.wall_secs = self.evals.wall_secs();
+        Ok(())
+    }
 }
 
 /// Fills `out` with the training rows of `buf`: advantages and returns per `mode`, reset

@@ -296,3 +296,64 @@ fn a_damaged_or_foreign_state_is_refused_and_changes_nothing() {
     assert_eq!(trace(t.report()), before);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a2c_resumes_bit_for_bit() {
+    let _serial = common::serial();
+    let config = ember_algo::OnPolicyConfig {
+        total_steps: 2_000,
+        n_steps: 5,
+        eval_every: 700,
+        eval_episodes: 2,
+        seed: 3,
+        ..ember_algo::OnPolicyConfig::default()
+    };
+    let build = |env: &dyn VecEnv| {
+        ember_algo::A2cConfig {
+            hidden: vec![32],
+            seed: 6,
+            ..ember_algo::A2cConfig::default()
+        }
+        .build(
+            env.single_observation_space(),
+            env.single_action_space(),
+            &flex(),
+        )
+        .unwrap()
+    };
+    let eval = ember_env::factory("CartPole-v1").unwrap();
+    let envs = || SyncVecEnv::from_id("CartPole-v1", 4).unwrap();
+    let run = |stop: Option<(u64, &Path)>, resume: Option<&Path>| {
+        let mut env = envs();
+        let mut a2c = build(&env);
+        let mut t =
+            ember_algo::OnPolicyTrainer::new(&mut a2c, &mut env, eval.as_ref(), &config).unwrap();
+        if let Some(dir) = resume {
+            t.load_state(dir).unwrap();
+        }
+        let mut steps = Vec::new();
+        while !t.is_done() {
+            t.step().unwrap();
+            steps.push(trace(t.report()));
+            if let Some((at, dir)) = stop
+                && t.report().env_steps >= at
+            {
+                write_dir_atomically(dir, |tmp| t.save_state(tmp)).unwrap();
+                return (steps, None, Vec::new());
+            }
+        }
+        let report = t.finish().unwrap();
+        (steps, Some(report), common::bits(a2c.net()))
+    };
+    let (all, report, weights) = run(None, None);
+    let dir = temp_dir("a2c");
+    let (head, _, _) = run(Some((1_020, &dir)), None);
+    let (tail, resumed, resumed_weights) = run(None, Some(&dir));
+    let joined: Vec<_> = head.into_iter().chain(tail).collect();
+    assert_eq!(joined, all);
+    let (report, resumed) = (report.unwrap(), resumed.unwrap());
+    assert_eq!(report.evals, resumed.evals);
+    assert!(report.evals.len() >= 2 && report.updates > 50);
+    assert_eq!(weights, resumed_weights);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
