@@ -1,0 +1,120 @@
+//! `ember eval`: a run's final (or best) policy on fresh episodes, and GIFs of them.
+
+use crate::learners::{AnyLearner, devices};
+use crate::run_dir::{BEST, CHECKPOINT, load_config};
+use anyhow::{Context, Result, anyhow, bail};
+use ember_algo::checkpoint::existing_dir;
+use ember_algo::{ActionBuf, Agent, load_checkpoint};
+use ember_core::Env;
+use std::path::{Path, PathBuf};
+
+/// What `ember eval` was asked.
+#[derive(Clone, Debug)]
+pub struct EvalArgs {
+    /// The run folder.
+    pub run: PathBuf,
+    /// Episodes to run.
+    pub episodes: usize,
+    /// The best evaluation's weights instead of the last checkpoint's.
+    pub best: bool,
+    /// Act with the behaviour policy (sampled actions, ε-greedy) instead of the greedy one.
+    pub stochastic: bool,
+    /// Another device than the run's.
+    pub device: Option<String>,
+    /// Seed of the first episode (episode `i` uses `seed + i`).
+    pub seed: u64,
+    /// Render the first episode to this GIF.
+    pub gif: Option<PathBuf>,
+}
+
+/// The returns of the episodes.
+pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
+    if args.episodes == 0 {
+        bail!("invalid --episodes: got 0, expected >= 1");
+    }
+    let config = load_config(&args.run)?;
+    let device = args.device.clone().unwrap_or_else(|| config.device.clone());
+    let mut env = ember_env::make(&config.env)?;
+    let mut learner = AnyLearner::build(
+        &config,
+        env.observation_space(),
+        env.action_space(),
+        &devices(&device)?,
+    )?;
+    load_weights(&mut learner, &args.run, args.best)?;
+    let agent = learner.agent();
+    let mut returns = Vec::with_capacity(args.episodes);
+    for i in 0..args.episodes {
+        let record = i == 0 && args.gif.is_some();
+        let (ret, frames) = episode(
+            agent,
+            env.as_mut(),
+            args.seed + i as u64,
+            args.stochastic,
+            record,
+        )?;
+        returns.push(ret);
+        if let (true, Some(path)) = (record, &args.gif) {
+            ember_cli::render::render_gif(&config.env, &frames, path, 30)
+                .with_context(|| format!("cannot render {}", path.display()))?;
+        }
+    }
+    Ok(returns)
+}
+
+/// Loads the last checkpoint's training state, or the best weights.
+fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<()> {
+    if best {
+        let dir = run.join(BEST);
+        if existing_dir(&dir).is_none() {
+            bail!(
+                "{} has no best weights yet (written at the first evaluation that improves)",
+                run.display()
+            );
+        }
+        load_checkpoint(learner.checkpoint(), &dir)
+            .with_context(|| format!("cannot load {}", dir.display()))?;
+        return Ok(());
+    }
+    let dir = existing_dir(&run.join(CHECKPOINT))
+        .ok_or_else(|| anyhow!("{} has no checkpoint yet", run.display()))?;
+    learner
+        .training_state()
+        .load_state(&dir.join("learner"))
+        .with_context(|| format!("cannot load the checkpoint in {}", dir.display()))
+}
+
+/// One episode to its end (at most 100,000 steps); its return and, if `record`, every
+/// observation.
+fn episode(
+    agent: &mut dyn Agent,
+    env: &mut dyn Env,
+    seed: u64,
+    stochastic: bool,
+    record: bool,
+) -> Result<(f64, Vec<Vec<f32>>)> {
+    let mut obs = env.reset(Some(seed))?;
+    let mut frames = Vec::new();
+    let mut actions = ActionBuf::for_space(env.action_space());
+    let mut ret = 0.0;
+    for _ in 0..100_000 {
+        if record {
+            frames.push(obs.clone());
+        }
+        agent.act(&obs, stochastic, &mut actions)?;
+        let action = match &actions {
+            ActionBuf::Discrete(a) => ember_core::Action::Discrete(a[0]),
+            ActionBuf::Continuous(a) => ember_core::Action::Continuous(a),
+        };
+        let step = env.step(action)?;
+        ret += step.reward;
+        obs = step.obs;
+        if step.terminated || step.truncated {
+            if record {
+                frames.push(obs);
+            }
+            return Ok((ret, frames));
+        }
+    }
+    Ok((ret, frames))
+}

@@ -1,0 +1,412 @@
+//! The `ember` command: train an agent with a tuned preset, resume it exactly, evaluate it,
+//! plot runs, print presets. Errors a user can make print one line naming the problem and
+//! the fix, and exit with code 2; a failure during training exits with 1; Ctrl-C writes a
+//! checkpoint and exits with 130.
+
+mod eval;
+mod learners;
+mod plot_cmd;
+mod progress;
+mod run_config;
+mod run_dir;
+mod train;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Parser, Subcommand};
+use run_config::{ALGOS, Flags, PresetSource, RunConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Ember: reinforcement learning in Rust. Train an agent with one command, resume it
+/// exactly, evaluate and plot it.
+#[derive(Parser, Debug)]
+#[command(name = "ember", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Train an algorithm on an environment (rl-baselines3-zoo's preset unless told
+    /// otherwise) into a new run folder, or continue one with --resume.
+    Train(TrainArgs),
+    /// Evaluate a run's policy on fresh episodes (and render one to a GIF).
+    Eval(EvalCmd),
+    /// Draw the learning curves of runs into one PNG; runs of one config over several seeds
+    /// become a mean with a 95% interval, with a summary over the seeds.
+    Plot(PlotCmd),
+    /// Print the preset config of an algorithm (on an environment) as TOML.
+    Zoo(ZooCmd),
+}
+
+#[derive(Args, Debug, Clone)]
+struct TrainArgs {
+    /// Algorithm: sac, dqn, a2c or reinforce (not needed with --resume).
+    algo: Option<String>,
+    /// Environment id, e.g. Pendulum-v1 (any registered id).
+    #[arg(long)]
+    env: Option<String>,
+    /// A config file (TOML; `ember zoo ALGO ENV` prints one to start from) instead of the
+    /// preset.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Override a config field by its dotted path, e.g. --set sac.learning_rate=3e-4
+    /// (repeatable; unknown keys are refused).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Device: flex (default), ndarray, tch:cpu, tch:cuda:N (as compiled in).
+    #[arg(long)]
+    device: Option<String>,
+    /// Env steps to train for.
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Seed of the run (environments, networks, sampling).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Evaluate every this many env steps.
+    #[arg(long, value_name = "ENV_STEPS")]
+    eval_every: Option<u64>,
+    /// Write a checkpoint every this many env steps.
+    #[arg(long, value_name = "ENV_STEPS")]
+    save_every: Option<u64>,
+    /// Stop once an evaluation's mean return reaches this.
+    #[arg(long, value_name = "RETURN", allow_negative_numbers = true)]
+    stop_reward: Option<f64>,
+    /// The run folder (default: runs/<algo>-<env>-s<seed>, numbered if taken).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Continue the run in this folder from its last checkpoint, exactly.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["algo", "env", "config", "sets", "steps", "seed", "eval_every", "save_every", "stop_reward", "out", "device"])]
+    resume: Option<PathBuf>,
+    /// Train one run per seed of this range, e.g. 0..5 (runs named ...-s0, ...-s1, ...).
+    #[arg(long, value_name = "A..B", conflicts_with = "seed")]
+    seeds: Option<String>,
+    /// Runs of --seeds trained at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Print nothing while training.
+    #[arg(long)]
+    quiet: bool,
+    /// Print progress and the result as JSON lines on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct EvalCmd {
+    /// The run folder.
+    run: PathBuf,
+    /// Episodes to evaluate.
+    #[arg(long, default_value_t = 10)]
+    episodes: usize,
+    /// Use the weights of the best evaluation during training instead of the last
+    /// checkpoint's.
+    #[arg(long)]
+    best: bool,
+    /// Act with the exploring policy (sampled actions, ε-greedy) instead of the greedy one.
+    #[arg(long)]
+    stochastic: bool,
+    /// Device to evaluate on (default: the run's).
+    #[arg(long)]
+    device: Option<String>,
+    /// Seed of the first episode (episode i is seeded with seed + i).
+    #[arg(long, default_value_t = 1_000_000)]
+    seed: u64,
+    /// Render the first episode as an animated GIF (classic-control tasks).
+    #[arg(long, value_name = "FILE")]
+    gif: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct PlotCmd {
+    /// Run folders.
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// The PNG to write.
+    #[arg(short, long, default_value = "curves.png")]
+    output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct ZooCmd {
+    /// Algorithm: sac, dqn, a2c or reinforce.
+    algo: String,
+    /// Environment id (default: the first environment zoo tunes the algorithm for).
+    env: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(i) = e.downcast_ref::<train::Interrupted>() {
+                eprintln!("ember: {i}; continue with `ember train --resume RUN`");
+                return ExitCode::from(130);
+            }
+            let runtime = e.downcast_ref::<train::Runtime>().is_some();
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::from(if runtime { 1 } else { 2 })
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Train(args) => train_cmd(args),
+        Command::Eval(args) => {
+            let args = eval::EvalArgs {
+                run: args.run,
+                episodes: args.episodes,
+                best: args.best,
+                stochastic: args.stochastic,
+                device: args.device,
+                seed: args.seed,
+                gif: args.gif,
+            };
+            let returns = eval::eval(&args)?;
+            let (m, s) = ember_cli::stats::mean_std(&returns);
+            println!(
+                "{}: mean return {m:.2} ± {s:.2} over {} episodes ({}{})",
+                args.run.display(),
+                returns.len(),
+                if args.best {
+                    "best weights"
+                } else {
+                    "last checkpoint"
+                },
+                if args.stochastic { ", stochastic" } else { "" }
+            );
+            if let Some(gif) = &args.gif {
+                println!("first episode rendered to {}", gif.display());
+            }
+            Ok(())
+        }
+        Command::Plot(args) => {
+            for line in plot_cmd::plot(&args.runs, &args.output)? {
+                println!("{line}");
+            }
+            println!("wrote {}", args.output.display());
+            Ok(())
+        }
+        Command::Zoo(args) => {
+            let env = match args.env {
+                Some(e) => e,
+                None => default_env(&args.algo)?.to_string(),
+            };
+            let (config, source) = RunConfig::preset(&args.algo, &env)?;
+            let origin = match source {
+                PresetSource::Zoo => "rl-baselines3-zoo's tuned hyper-parameters",
+                PresetSource::Defaults => "defaults (zoo has no preset for this environment)",
+            };
+            println!("# {} on {env}: {origin}", args.algo);
+            println!("# train with: ember train --config FILE (or --set KEY=VALUE on the preset)");
+            print!("{}", config.to_toml());
+            Ok(())
+        }
+    }
+}
+
+/// The environment `ember zoo ALGO` shows when none is given.
+fn default_env(algo: &str) -> Result<&'static str> {
+    Ok(match algo {
+        "sac" => "Pendulum-v1",
+        "dqn" | "a2c" | "reinforce" => "CartPole-v1",
+        other => bail!(
+            "unknown algorithm `{other}`: known are {}",
+            ALGOS.join(", ")
+        ),
+    })
+}
+
+fn train_cmd(args: TrainArgs) -> Result<()> {
+    if let Some(range) = &args.seeds {
+        return seeds_cmd(&args, range);
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let (dir, config, resume) = match &args.resume {
+        Some(dir) => (dir.clone(), run_dir::load_config(dir)?, true),
+        None => {
+            let algo = args.algo.clone().ok_or_else(|| {
+                anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", "))
+            })?;
+            let env = args.env.clone().ok_or_else(|| {
+                anyhow!(
+                    "name an environment with --env ID (known: {})",
+                    ember_env::ids().join(", ")
+                )
+            })?;
+            if ember_env::factory(&env).is_err() {
+                bail!(
+                    "unknown environment `{env}`: known are {}",
+                    ember_env::ids().join(", ")
+                );
+            }
+            let mut config = match &args.config {
+                Some(path) => {
+                    let c = run_config::load_file(path)?;
+                    if c.algo != algo || c.env != env {
+                        bail!(
+                            "config {} is for {} on {}, not {algo} on {env}",
+                            path.display(),
+                            c.algo,
+                            c.env
+                        );
+                    }
+                    c
+                }
+                None => RunConfig::preset(&algo, &env)?.0,
+            };
+            config.apply_flags(&Flags {
+                steps: args.steps,
+                seed: args.seed,
+                eval_every: args.eval_every,
+                save_every: args.save_every,
+                stop_reward: args.stop_reward,
+                device: args.device.clone(),
+                sets: args.sets.clone(),
+            })?;
+            // Check the device before making a folder.
+            learners::devices(&config.device)?;
+            let dir = args
+                .out
+                .clone()
+                .unwrap_or_else(|| run_dir::auto_name(&PathBuf::from("runs"), &config));
+            run_dir::create(&dir, &config, &command)?;
+            (dir, config, false)
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            // A second Ctrl-C: leave at once (the last checkpoint stays loadable).
+            std::process::exit(130);
+        }
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    let out = train::Output {
+        quiet: args.quiet,
+        json: args.json,
+    };
+    if !args.quiet && !args.json {
+        eprintln!(
+            "{} {} on {} ({}), {} env steps, seed {} → {}",
+            if resume { "resuming" } else { "training" },
+            config.algo,
+            config.env,
+            config.device,
+            config.total_steps(),
+            config.seed(),
+            dir.display()
+        );
+    }
+    let report = train::train(&dir, &config, resume, out, stop)?;
+    let last = report.final_eval();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "event": "done",
+                "run": dir.display().to_string(),
+                "env_steps": report.progress.env_steps,
+                "updates": report.progress.updates,
+                "final_eval": last,
+                "wall_secs": report.wall_secs,
+            })
+        );
+    } else if !args.quiet {
+        println!(
+            "done: {} env steps, {} updates, final evaluation {}, {:.0} s; run folder {}",
+            report.progress.env_steps,
+            report.progress.updates,
+            last.map_or("–".into(), |r| format!("{r:.1}")),
+            report.wall_secs,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `--seeds A..B --jobs J`: one child `ember train` per seed, J at a time.
+fn seeds_cmd(args: &TrainArgs, range: &str) -> Result<()> {
+    let (a, b) = range
+        .split_once("..")
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+        .filter(|(a, b)| a < b)
+        .ok_or_else(|| anyhow!("invalid --seeds `{range}`: expected A..B with A < B, e.g. 0..5"))?;
+    if args.jobs == 0 {
+        bail!("invalid --jobs: got 0, expected >= 1");
+    }
+    let exe = std::env::current_exe().context("cannot find the ember executable")?;
+    let mut base: Vec<String> = std::env::args().skip(1).collect();
+    // Drop --seeds/--jobs (and their values) from the child's command line.
+    let mut i = 0;
+    while i < base.len() {
+        let arg = base[i].clone();
+        if arg == "--seeds" || arg == "--jobs" {
+            base.drain(i..(i + 2).min(base.len()));
+        } else if arg.starts_with("--seeds=") || arg.starts_with("--jobs=") {
+            base.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    let mut pending: Vec<u64> = (a..b).rev().collect();
+    let mut running: Vec<(u64, std::process::Child)> = Vec::new();
+    let mut failed = Vec::new();
+    while !pending.is_empty() || !running.is_empty() {
+        while running.len() < args.jobs
+            && let Some(seed) = pending.pop()
+        {
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args(&base)
+                .args(["--seed", &seed.to_string(), "--quiet"]);
+            if let Some(out) = &args.out {
+                cmd.args([
+                    "--out".into(),
+                    out.join(format!("s{seed}")).display().to_string(),
+                ]);
+            }
+            eprintln!("seed {seed}: started");
+            running.push((
+                seed,
+                cmd.spawn().context("cannot start a training process")?,
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut still = Vec::new();
+        for (seed, mut child) in running {
+            match child.try_wait()? {
+                Some(status) => {
+                    eprintln!(
+                        "seed {seed}: {}",
+                        if status.success() {
+                            "done".into()
+                        } else {
+                            format!("failed ({status})")
+                        }
+                    );
+                    if !status.success() {
+                        failed.push(seed);
+                    }
+                }
+                None => still.push((seed, child)),
+            }
+        }
+        running = still;
+    }
+    if !failed.is_empty() {
+        return Err(anyhow::Error::new(train::Runtime(anyhow!(
+            "seeds {failed:?} failed"
+        ))));
+    }
+    println!("trained seeds {a}..{b}; compare them with `ember plot RUN...`");
+    Ok(())
+}

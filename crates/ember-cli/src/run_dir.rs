@@ -1,0 +1,105 @@
+//! A run folder: where it goes (`runs/<algo>-<env>-s<seed>[-N]`, never over an existing
+//! run), what describes it (`config.toml`, `command.txt`, `meta.json`) and where its
+//! checkpoint lives.
+
+use crate::run_config::RunConfig;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+
+/// The folder of the run's latest full checkpoint (written atomically).
+pub const CHECKPOINT: &str = "checkpoint";
+/// The folder of the weights of the best evaluation so far.
+pub const BEST: &str = "best";
+/// The resolved config of a run.
+pub const CONFIG: &str = "config.toml";
+
+/// `runs/<algo>-<env>-s<seed>`, or with `-2`, `-3`, … appended when taken.
+pub fn auto_name(root: &Path, config: &RunConfig) -> PathBuf {
+    let base = format!("{}-{}-s{}", config.algo, config.env, config.seed());
+    let first = root.join(&base);
+    if !first.exists() {
+        return first;
+    }
+    (2..)
+        .map(|n| root.join(format!("{base}-{n}")))
+        .find(|p| !p.exists())
+        .expect("some suffix is free")
+}
+
+/// Creates a new run folder at `dir` and writes its description. Refuses a folder that
+/// already holds a run (resume it with `--resume` instead) or any non-empty folder.
+///
+/// # Errors
+/// An existing run or non-empty folder, an I/O error.
+pub fn create(dir: &Path, config: &RunConfig, command: &str) -> Result<()> {
+    if dir.join(CONFIG).exists() {
+        bail!(
+            "{} already holds a run; continue it with `ember train --resume {}` or choose another --out",
+            dir.display(),
+            dir.display()
+        );
+    }
+    if dir.is_dir() && std::fs::read_dir(dir)?.next().is_some() {
+        bail!(
+            "--out {} is a folder that is not empty; choose a new or empty folder",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    write(dir, CONFIG, &config.to_toml())?;
+    write(dir, "command.txt", &format!("{command}\n"))?;
+    write(dir, "meta.json", &meta(config)?)?;
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Versions, commit, device and CPU of this run, as JSON.
+fn meta(config: &RunConfig) -> Result<String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let meta = serde_json::json!({
+        "ember_version": env!("CARGO_PKG_VERSION"),
+        "burn_version": "0.22.1",
+        "git_commit": commit,
+        "device": config.device,
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "os": std::env::consts::OS,
+        "started_unix": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    });
+    Ok(serde_json::to_string_pretty(&meta)? + "\n")
+}
+
+/// The config of the run in `dir`, for `--resume` and `ember eval`.
+///
+/// # Errors
+/// A folder that is not a run, or a config that does not parse.
+pub fn load_config(dir: &Path) -> Result<RunConfig> {
+    if !dir.join(CONFIG).is_file() {
+        bail!(
+            "{} is not a run folder (no {CONFIG}); runs are made by `ember train`",
+            dir.display()
+        );
+    }
+    crate::run_config::load_file(&dir.join(CONFIG))
+}

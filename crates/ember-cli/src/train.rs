@@ -1,0 +1,315 @@
+//! `ember train`: drives a [`Trainer`] step by step, writing metrics, evaluations,
+//! TensorBoard events, the best weights and exact checkpoints into the run folder, and
+//! resumes from the last checkpoint bit for bit.
+
+use crate::learners::{AnyLearner, devices, metric_names};
+use crate::progress::Progress;
+use crate::run_config::RunConfig;
+use crate::run_dir::{BEST, CHECKPOINT};
+use anyhow::{Context, Result, anyhow};
+use ember_algo::checkpoint::{existing_dir, save_checkpoint, write_dir_atomically};
+use ember_algo::{
+    CheckpointInfo, OffPolicyLearner, OffPolicyTrainer, OnPolicyTrainer, TrainReport, Trainer,
+};
+use ember_cli::evaluations::{EvalLog, EvalRow};
+use ember_cli::metrics::{MetricsLog, Row};
+use ember_cli::plot::{Curve, plot_curves};
+use ember_cli::tensorboard::EventWriter;
+use ember_env::{SyncVecEnv, VecEnv};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How the run reports progress.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Output {
+    /// No progress at all.
+    pub quiet: bool,
+    /// JSON lines on stdout instead of a bar.
+    pub json: bool,
+}
+
+/// Why training stopped without finishing.
+#[derive(Debug)]
+pub struct Interrupted {
+    /// Env steps of the checkpoint written on the way out.
+    pub env_steps: u64,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "interrupted at {} env steps (checkpoint written)",
+            self.env_steps
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// An error that happened while training (not a mistake in the command): exit code 1.
+#[derive(Debug)]
+pub struct Runtime(pub anyhow::Error);
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for Runtime {}
+
+fn runtime(e: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(Runtime(e.into()))
+}
+
+/// Trains the run in `dir` (created beforehand), from its last checkpoint if `resume`.
+///
+/// # Errors
+/// A set-up problem (environment, device, a missing or damaged checkpoint: the run folder
+/// is left as it was); a [`Runtime`] error during training; [`Interrupted`] after Ctrl-C.
+pub fn train(
+    dir: &Path,
+    config: &RunConfig,
+    resume: bool,
+    out: Output,
+    stop: Arc<AtomicBool>,
+) -> Result<TrainReport> {
+    let devices = devices(&config.device)?;
+    let mut env = SyncVecEnv::from_id(&config.env, config.num_envs)
+        .map_err(|e| anyhow!("{e}; known environments: {}", ember_env::ids().join(", ")))?;
+    let eval = ember_env::factory(&config.env)?;
+    let (obs, act) = (
+        env.single_observation_space().clone(),
+        env.single_action_space().clone(),
+    );
+    let mut learner = AnyLearner::build(config, &obs, &act, &devices)?;
+    let session = Session {
+        dir,
+        config,
+        resume,
+        out,
+        stop,
+    };
+    match (&mut learner, &config.off_policy, &config.on_policy) {
+        (AnyLearner::Sac(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
+        (AnyLearner::Dqn(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
+        (AnyLearner::PolicyGradient(l), _, Some(tc)) => {
+            let t = OnPolicyTrainer::new(l.as_mut(), &mut env, eval.as_ref(), tc)?;
+            session.drive(Box::new(t))
+        }
+        _ => Err(anyhow!(
+            "config for {} has the wrong trainer section",
+            config.algo
+        )),
+    }
+}
+
+fn off<L: OffPolicyLearner>(
+    learner: &mut L,
+    env: &mut SyncVecEnv,
+    eval: &dyn ember_env::EnvFactory,
+    tc: &ember_algo::OffPolicyConfig,
+    session: Session<'_>,
+) -> Result<TrainReport> {
+    let mut replay = tc.build_replay(env)?;
+    let t = OffPolicyTrainer::new(learner, env, &mut replay, eval, tc)?;
+    session.drive(Box::new(t))
+}
+
+struct Session<'a> {
+    dir: &'a Path,
+    config: &'a RunConfig,
+    resume: bool,
+    out: Output,
+    stop: Arc<AtomicBool>,
+}
+
+/// The next multiple of `every` above `steps` (`u64::MAX` for `every == 0`).
+fn next_multiple(steps: u64, every: u64) -> u64 {
+    if every == 0 {
+        u64::MAX
+    } else {
+        (steps / every + 1) * every
+    }
+}
+
+impl Session<'_> {
+    fn drive(self, mut t: Box<dyn Trainer + '_>) -> Result<TrainReport> {
+        let (dir, config) = (self.dir, self.config);
+        let names = metric_names(&config.algo);
+        let ckpt = dir.join(CHECKPOINT);
+        let (mut metrics, mut evals) = if self.resume {
+            let from = existing_dir(&ckpt).ok_or_else(|| {
+                anyhow!(
+                    "{} has no checkpoint to resume from (it is written every save_every = {} env steps)",
+                    dir.display(),
+                    config.save_every
+                )
+            })?;
+            t.load_state(&from).with_context(|| {
+                format!(
+                    "cannot resume from {} (the run folder is left untouched)",
+                    from.display()
+                )
+            })?;
+            let at = t.report().env_steps;
+            (MetricsLog::resume(dir, at)?, EvalLog::resume(dir, at)?)
+        } else {
+            (MetricsLog::create(dir, names)?, EvalLog::create(dir)?)
+        };
+        let mut tb = EventWriter::create(dir)?;
+        let mut progress = Progress::new(config.total_steps(), self.out);
+        let start_steps = t.report().env_steps;
+        let (start_updates, session) = (t.report().updates, std::time::Instant::now());
+        let mut next_log = next_multiple(start_steps, config.log_every);
+        let mut next_save = next_multiple(start_steps, config.save_every);
+        let mut seen = t.report().evals.len();
+        let mut best = t
+            .report()
+            .evals
+            .iter()
+            .map(|e| e.mean_return)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mut saved_at = None;
+        while !t.is_done() {
+            if self.stop.load(Ordering::SeqCst) {
+                let at = t.report().env_steps;
+                if saved_at != Some(at) {
+                    save(&mut *t, &ckpt).map_err(runtime)?;
+                }
+                progress.finish();
+                return Err(anyhow::Error::new(Interrupted { env_steps: at }));
+            }
+            t.step().map_err(runtime)?;
+            let r = t.report();
+            let steps = r.env_steps;
+            for e in &r.evals[seen..] {
+                evals.append(&EvalRow {
+                    env_steps: e.env_steps,
+                    mean_return: e.mean_return,
+                    std_return: e.std_return,
+                    episodes: e.episodes as u64,
+                })?;
+                tb.scalars(
+                    e.env_steps,
+                    &[
+                        ("eval/mean_return", e.mean_return),
+                        ("eval/std_return", e.std_return),
+                    ],
+                )?;
+                progress.eval(e.env_steps, e.mean_return);
+            }
+            let new_best = r.evals[seen..]
+                .iter()
+                .map(|e| e.mean_return)
+                .fold(f64::NEG_INFINITY, f64::max);
+            seen = r.evals.len();
+            if steps >= next_log {
+                let secs = session.elapsed().as_secs_f64().max(1e-9);
+                let row = Row {
+                    env_steps: steps,
+                    updates: r.updates,
+                    episodes: r.episodes,
+                    wall_secs: r.wall_secs,
+                    env_steps_per_sec: (steps - start_steps) as f64 / secs,
+                    updates_per_sec: (r.updates - start_updates) as f64 / secs,
+                    train_return: Some(r.recent_train_return).filter(|x| x.is_finite()),
+                    eval_return: r.evals.last().map(|e| e.mean_return),
+                    extra: names
+                        .iter()
+                        .map(|n| r.last_metrics.get(n).unwrap_or(f64::NAN))
+                        .collect(),
+                };
+                metrics.append(&row)?;
+                let mut scalars: Vec<(String, f64)> = vec![
+                    ("train/return".into(), r.recent_train_return),
+                    ("speed/env_steps_per_sec".into(), row.env_steps_per_sec),
+                ];
+                scalars.extend(
+                    names
+                        .iter()
+                        .zip(&row.extra)
+                        .map(|(n, &v)| (format!("loss/{n}"), v)),
+                );
+                let scalars: Vec<(&str, f64)> = scalars
+                    .iter()
+                    .filter(|(_, v)| v.is_finite())
+                    .map(|(n, v)| (n.as_str(), *v))
+                    .collect();
+                tb.scalars(steps, &scalars)?;
+                tb.flush()?;
+                progress.row(&row, config.algo.as_str());
+                next_log = next_multiple(steps, config.log_every);
+            }
+            progress.tick(r);
+            if new_best > best {
+                best = new_best;
+                save_best(&mut *t, &dir.join(BEST), steps).map_err(runtime)?;
+            }
+            if steps >= next_save {
+                save(&mut *t, &ckpt).map_err(runtime)?;
+                saved_at = Some(steps);
+                next_save = next_multiple(steps, config.save_every);
+            }
+        }
+        let at = t.report().env_steps;
+        if saved_at != Some(at) {
+            save(&mut *t, &ckpt).map_err(runtime)?;
+        }
+        let seen_before = seen;
+        let report = t.finish().map_err(runtime)?;
+        for e in &report.evals[seen_before.min(report.evals.len())..] {
+            evals.append(&EvalRow {
+                env_steps: e.env_steps,
+                mean_return: e.mean_return,
+                std_return: e.std_return,
+                episodes: e.episodes as u64,
+            })?;
+            tb.scalars(e.env_steps, &[("eval/mean_return", e.mean_return)])?;
+            progress.eval(e.env_steps, e.mean_return);
+        }
+        tb.flush()?;
+        progress.finish();
+        if let Err(e) = draw_curve(dir, config) {
+            eprintln!("warning: {e:#}");
+        }
+        Ok(report)
+    }
+}
+
+/// The full state, atomically: a crash at any instant leaves the previous or this one.
+fn save(t: &mut dyn Trainer, ckpt: &Path) -> ember_core::Result<()> {
+    write_dir_atomically(ckpt, |tmp| t.save_state(tmp))
+}
+
+/// The weights of the best evaluation (safetensors, loadable by any learner of the config).
+fn save_best(t: &mut dyn Trainer, best: &Path, env_steps: u64) -> ember_core::Result<()> {
+    let updates = t.report().updates;
+    match t.checkpoint() {
+        Some(c) => save_checkpoint(c, best, &CheckpointInfo { env_steps, updates }),
+        None => Ok(()),
+    }
+}
+
+/// `curve.png`: training return and evaluations over env steps, from the run's files.
+pub fn draw_curve(dir: &Path, config: &RunConfig) -> Result<()> {
+    let points = ember_cli::metrics::read_metrics_csv(&dir.join(ember_cli::metrics::METRICS_CSV))?
+        .into_iter()
+        .filter_map(|(s, r)| r.map(|r| (s as f64, r)))
+        .collect();
+    let evals = ember_cli::evaluations::read_evaluations_csv(
+        &dir.join(ember_cli::evaluations::EVALUATIONS_CSV),
+    )?
+    .into_iter()
+    .map(|(s, r)| (s as f64, r))
+    .collect();
+    let curve = Curve {
+        label: format!("{} s{}", config.algo, config.seed()),
+        points,
+        evals,
+    };
+    let title = format!("{} on {}", config.algo.to_uppercase(), config.env);
+    plot_curves(&dir.join("curve.png"), &title, &[curve]).context("cannot draw curve.png")
+}
