@@ -295,18 +295,6 @@ fn train_cmd(args: TrainArgs) -> Result<()> {
         quiet: args.quiet,
         json: args.json,
     };
-    if !args.quiet && !args.json {
-        eprintln!(
-            "{} {} on {} ({}), {} env steps, seed {} → {}",
-            if resume { "resuming" } else { "training" },
-            config.algo,
-            config.env,
-            config.device,
-            config.total_steps(),
-            config.seed(),
-            dir.display()
-        );
-    }
     let report = train::train(&dir, &config, resume, out, stop)?;
     let last = report.final_eval();
     if args.json {
@@ -346,13 +334,16 @@ fn seeds_cmd(args: &TrainArgs, range: &str) -> Result<()> {
     }
     let exe = std::env::current_exe().context("cannot find the ember executable")?;
     let mut base: Vec<String> = std::env::args().skip(1).collect();
-    // Drop --seeds/--jobs (and their values) from the child's command line.
+    // Drop --seeds, --jobs and --out (with their values) from the child's command line.
     let mut i = 0;
     while i < base.len() {
         let arg = base[i].clone();
-        if arg == "--seeds" || arg == "--jobs" {
+        if arg == "--seeds" || arg == "--jobs" || arg == "--out" {
             base.drain(i..(i + 2).min(base.len()));
-        } else if arg.starts_with("--seeds=") || arg.starts_with("--jobs=") {
+        } else if ["--seeds=", "--jobs=", "--out="]
+            .iter()
+            .any(|p| arg.starts_with(p))
+        {
             base.remove(i);
         } else {
             i += 1;

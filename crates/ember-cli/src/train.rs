@@ -128,11 +128,9 @@ struct Session<'a> {
 
 /// The next multiple of `every` above `steps` (`u64::MAX` for `every == 0`).
 fn next_multiple(steps: u64, every: u64) -> u64 {
-    if every == 0 {
-        u64::MAX
-    } else {
-        (steps / every + 1) * every
-    }
+    steps
+        .checked_div(every)
+        .map_or(u64::MAX, |k| (k + 1).saturating_mul(every))
 }
 
 impl Session<'_> {
@@ -140,25 +138,59 @@ impl Session<'_> {
         let (dir, config) = (self.dir, self.config);
         let names = metric_names(&config.algo);
         let ckpt = dir.join(CHECKPOINT);
-        let (mut metrics, mut evals) = if self.resume {
-            let from = existing_dir(&ckpt).ok_or_else(|| {
-                anyhow!(
-                    "{} has no checkpoint to resume from (it is written every save_every = {} env steps)",
-                    dir.display(),
-                    config.save_every
-                )
-            })?;
-            t.load_state(&from).with_context(|| {
-                format!(
-                    "cannot resume from {} (the run folder is left untouched)",
-                    from.display()
-                )
-            })?;
-            let at = t.report().env_steps;
-            (MetricsLog::resume(dir, at)?, EvalLog::resume(dir, at)?)
-        } else {
-            (MetricsLog::create(dir, names)?, EvalLog::create(dir)?)
+        let from = existing_dir(&ckpt);
+        let never_started = |dir: &Path| {
+            ember_cli::metrics::read_metrics_csv(&dir.join(ember_cli::metrics::METRICS_CSV))
+                .map_or(true, |rows| rows.is_empty())
         };
+        let (mut metrics, mut evals) = match (self.resume, from) {
+            (true, Some(from)) => {
+                t.load_state(&from).with_context(|| {
+                    format!(
+                        "cannot resume from {} (the run folder is left untouched)",
+                        from.display()
+                    )
+                })?;
+                let at = t.report().env_steps;
+                (MetricsLog::resume(dir, at)?, EvalLog::resume(dir, at)?)
+            }
+            // Killed before its first checkpoint: nothing was learned, so starting over
+            // is the exact continuation.
+            (true, None) if never_started(dir) => {
+                for f in [
+                    ember_cli::metrics::METRICS_CSV,
+                    ember_cli::metrics::METRICS_JSONL,
+                    ember_cli::evaluations::EVALUATIONS_CSV,
+                ] {
+                    let _ = std::fs::remove_file(dir.join(f));
+                }
+                (MetricsLog::create(dir, names)?, EvalLog::create(dir)?)
+            }
+            (true, None) => {
+                return Err(anyhow!(
+                    "{} has metrics but no checkpoint folder `{CHECKPOINT}` to resume from (was it deleted?)",
+                    dir.display()
+                ));
+            }
+            (false, _) => (MetricsLog::create(dir, names)?, EvalLog::create(dir)?),
+        };
+        if !self.out.quiet && !self.out.json {
+            eprintln!(
+                "{} {} on {} ({}) at {} of {} env steps, seed {} → {}",
+                if self.resume { "resuming" } else { "training" },
+                config.algo,
+                config.env,
+                config.device,
+                t.report().env_steps,
+                config.total_steps(),
+                config.seed(),
+                dir.display()
+            );
+        }
+        if !self.resume || t.report().env_steps == 0 {
+            // A checkpoint from the first instant: a run killed at any point resumes.
+            save(&mut *t, &ckpt).map_err(runtime)?;
+        }
         let mut tb = EventWriter::create(dir)?;
         let mut progress = Progress::new(config.total_steps(), self.out);
         let start_steps = t.report().env_steps;

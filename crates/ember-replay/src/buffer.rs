@@ -10,7 +10,9 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"EMBERRB\0";
 /// 2: prioritized samplers also store the β that annealing starts from.
-const VERSION: u64 = 2;
+const VERSION: u64 = 3;
+/// The oldest format this build reads (version 2 stored every column at full capacity).
+const OLDEST: u64 = 2;
 const KIND: &str = "replay buffer";
 /// magic, version, payload length, CRC-32 of the payload.
 const HEADER: usize = 8 + 8 + 8 + 8;
@@ -160,14 +162,17 @@ impl<S: Sampler> ReplayBuffer<S> {
             enc.str(&spec.name);
             enc.u64(spec.width as u64);
         }
-        enc.f32s(cols.obs);
-        enc.f32s(cols.next_obs);
-        enc.f32s(cols.action);
-        enc.f32s(cols.reward);
-        enc.bytes(cols.terminated);
-        enc.bytes(cols.truncated);
-        for (_, col) in cols.extras {
-            enc.f32s(col);
+        // Rows fill from 0: only the first `len` rows hold transitions.
+        let n = s.len();
+        let (o, a) = (s.obs_dim(), s.act_dim());
+        enc.f32s(&cols.obs[..n * o]);
+        enc.f32s(&cols.next_obs[..n * o]);
+        enc.f32s(&cols.action[..n * a]);
+        enc.f32s(&cols.reward[..n]);
+        enc.bytes(&cols.terminated[..n]);
+        enc.bytes(&cols.truncated[..n]);
+        for (spec, col) in cols.extras {
+            enc.f32s(&col[..n * spec.width]);
         }
         for w in self.rng.state() {
             enc.u64(w);
@@ -194,9 +199,9 @@ impl<S: Sampler> ReplayBuffer<S> {
         }
         let word = |i: usize| u64::from_le_bytes(data[8 * i..8 * i + 8].try_into().unwrap());
         let (version, len, crc) = (word(1), word(2), word(3));
-        if version != VERSION {
+        if !(OLDEST..=VERSION).contains(&version) {
             return Err(head.corrupt(format!(
-                "format version {version}, this build reads {VERSION}"
+                "format version {version}, this build reads {OLDEST} to {VERSION}"
             )));
         }
         let payload = &data[HEADER..];
@@ -210,14 +215,14 @@ impl<S: Sampler> ReplayBuffer<S> {
             return Err(head.corrupt("checksum mismatch: the data is corrupted"));
         }
         let mut dec = Decoder::new(payload, path, KIND);
-        let this = Self::decode_body(&mut dec)?;
+        let this = Self::decode_body(&mut dec, version)?;
         if !dec.is_done() {
             return Err(dec.corrupt("trailing bytes after the sampler state"));
         }
         Ok(this)
     }
 
-    fn decode_body(dec: &mut Decoder<'_>) -> Result<Self> {
+    fn decode_body(dec: &mut Decoder<'_>, version: u64) -> Result<Self> {
         let kind = dec.str("sampler kind")?;
         if kind != S::KIND {
             return Err(dec.corrupt(format!(
@@ -244,14 +249,17 @@ impl<S: Sampler> ReplayBuffer<S> {
             return Err(dec.corrupt(format!("inconsistent cursor: len {len}, head {head}")));
         }
         let cols = storage.restore_raw(len, head);
-        dec.f32s_into("obs", cols.obs)?;
-        dec.f32s_into("next_obs", cols.next_obs)?;
-        dec.f32s_into("action", cols.action)?;
-        dec.f32s_into("reward", cols.reward)?;
-        dec.bytes_into("terminated", cols.terminated)?;
-        dec.bytes_into("truncated", cols.truncated)?;
+        // Version 2 wrote every row of the capacity, version 3 the first `len`.
+        let n = if version == 2 { capacity } else { len };
+        dec.f32s_into("obs", &mut cols.obs[..n * obs_dim])?;
+        dec.f32s_into("next_obs", &mut cols.next_obs[..n * obs_dim])?;
+        dec.f32s_into("action", &mut cols.action[..n * act_dim])?;
+        dec.f32s_into("reward", &mut cols.reward[..n])?;
+        dec.bytes_into("terminated", &mut cols.terminated[..n])?;
+        dec.bytes_into("truncated", &mut cols.truncated[..n])?;
         for (spec, col) in cols.extras.iter_mut() {
-            dec.f32s_into(&spec.name.clone(), col)?;
+            let w = spec.width;
+            dec.f32s_into(&spec.name.clone(), &mut col[..n * w])?;
         }
         let mut state = [0u64; 4];
         for w in state.iter_mut() {

@@ -8,13 +8,16 @@ use ember_core::Result;
 
 /// Writes every slot's value (`NaN` where empty).
 pub fn encode(sum: &SumTree, enc: &mut Encoder) {
-    let values: Vec<f64> = (0..sum.capacity())
-        .map(|i| sum.get(i).unwrap_or(f64::NAN))
-        .collect();
+    // Slots fill from 0: the values stop at the last occupied slot (the rest are empty).
+    let used = (0..sum.capacity())
+        .rev()
+        .find(|&i| sum.get(i).is_some())
+        .map_or(0, |i| i + 1);
+    let values: Vec<f64> = (0..used).map(|i| sum.get(i).unwrap_or(f64::NAN)).collect();
     enc.f64s(&values);
 }
 
-/// Reads `capacity` slot values named `what` into the two trees (rebuilt afterwards);
+/// Reads up to `capacity` slot values named `what` (slots past them are empty) into the two trees (rebuilt afterwards);
 /// a value for which `valid` is false is a corrupt file.
 pub fn decode(
     dec: &mut Decoder<'_>,
@@ -25,7 +28,7 @@ pub fn decode(
     min: &mut MinTree,
 ) -> Result<()> {
     let values = dec.f64s(what, capacity)?;
-    if values.len() != capacity {
+    if values.len() > capacity {
         return Err(dec.corrupt(format!("{} {what} for capacity {capacity}", values.len())));
     }
     for (i, &v) in values.iter().enumerate() {

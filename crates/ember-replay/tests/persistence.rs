@@ -34,8 +34,8 @@ fn fill<S: Sampler>(buf: &mut ReplayBuffer<S>, n: usize) {
     }
 }
 
-fn round_trip<S: Sampler>(mut buf: ReplayBuffer<S>, name: &str) {
-    fill(&mut buf, 130); // wraps the 100-slot ring
+fn round_trip<S: Sampler>(mut buf: ReplayBuffer<S>, name: &str, n: usize) -> u64 {
+    fill(&mut buf, n); // 130 wraps the 100-slot ring
     let mut b = Batch::default();
     buf.sample(16, &mut b).unwrap();
     let path = tmp(name);
@@ -48,6 +48,7 @@ fn round_trip<S: Sampler>(mut buf: ReplayBuffer<S>, name: &str) {
         loaded.sample(16, &mut y).unwrap();
         assert_eq!(x, y, "the loaded buffer continues the same sampling stream");
     }
+    std::fs::metadata(&path).unwrap().len()
 }
 
 #[test]
@@ -57,14 +58,32 @@ fn round_trips_for_every_sampler() {
         width: 1,
     }];
     let storage = || RingStorage::with_columns(100, 2, 1, cols.clone()).unwrap();
-    round_trip(
+    let full = round_trip(
         ReplayBuffer::new(storage(), Uniform::new(100, false), 1).unwrap(),
         "u.bin",
+        130,
+    );
+    // A partly filled buffer round-trips too, and its file holds only the filled rows.
+    let part = round_trip(
+        ReplayBuffer::new(storage(), Uniform::new(100, false), 1).unwrap(),
+        "u-part.bin",
+        37,
+    );
+    assert!(
+        part < full / 2,
+        "{part} bytes for 37 of 100 rows, {full} for 100"
     );
     round_trip(
         ReplayBuffer::new(storage(), ReturnWeighted::new(100), 2).unwrap(),
         "rw.bin",
+        130,
     );
+    let rw_part = round_trip(
+        ReplayBuffer::new(storage(), ReturnWeighted::new(100), 2).unwrap(),
+        "rw-part.bin",
+        37,
+    );
+    assert!(rw_part < full, "scores of empty slots are not written");
     let mut per = Prioritized::new(100, 0.6, 0.4).unwrap();
     per.set_eps(1e-3).unwrap();
     let mut buf = ReplayBuffer::new(storage(), per, 3).unwrap();
@@ -72,7 +91,7 @@ fn round_trips_for_every_sampler() {
     buf.sampler_mut()
         .update_priorities(&[1, 2, 3], &[5.0, 0.5, 2.0])
         .unwrap();
-    round_trip(buf, "per.bin");
+    round_trip(buf, "per.bin", 130);
 }
 
 fn saved_file(name: &str) -> (PathBuf, Vec<u8>) {
