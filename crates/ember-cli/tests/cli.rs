@@ -318,8 +318,10 @@ fn next(state: &mut u64) -> u64 {
     *state >> 33
 }
 
-fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64) {
-    let cwd = temp(&format!("kill-{algo}"));
+/// Stops the run `kills` times — SIGKILL, or SIGINT (Ctrl-C: the run writes a checkpoint
+/// and exits with 130) — and resumes it each time.
+fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) {
+    let cwd = temp(&format!("kill-{algo}-{signal}"));
     let mut args = small(algo);
     args.extend(["--out", "whole"]);
     let out = ember(&args, &cwd);
@@ -333,6 +335,7 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64) {
     args.extend(["--out", "killed"]);
     let mut rng = seed;
     let mut kills = 0;
+    let mut interrupted = 0;
     let mut first = true;
     loop {
         let mut cmd = Command::new(EMBER);
@@ -357,15 +360,41 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64) {
                 assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 break;
             }
-            None => {
-                child.kill().unwrap(); // SIGKILL
+            None if signal == "KILL" => {
+                child.kill().unwrap();
                 child.wait().unwrap();
+                kills += 1;
+                assert!(kills < 400, "never finished");
+            }
+            None => {
+                let pid = child.id().to_string();
+                let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+                assert!(sent.success());
+                let out = child.wait_with_output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                if out.status.success() {
+                    break; // it finished first
+                }
+                // Before the handler is installed (the first milliseconds) SIGINT simply
+                // ends the process; after, the run checkpoints and exits with 130.
+                if let Some(code) = out.status.code() {
+                    assert_eq!(code, 130, "{stderr}");
+                    assert!(
+                        stderr.contains("interrupted at") && stderr.contains("--resume"),
+                        "{stderr}"
+                    );
+                    interrupted += 1;
+                }
                 kills += 1;
                 assert!(kills < 400, "never finished");
             }
         }
     }
-    println!("{algo}: finished after {kills} kills");
+    println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
+    assert!(
+        signal == "KILL" || interrupted >= 1,
+        "no Ctrl-C was handled"
+    );
     assert!(kills >= 2, "{algo}: killed only {kills} times");
     for file in ["metrics.csv", "evaluations.csv"] {
         assert_eq!(
@@ -392,6 +421,9 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64) {
         }
     }
     assert!(networks >= 1, "{algo}: best weights written");
+    if algo == "sac" && signal == "KILL" {
+        tensorboard_has_the_run(&cwd.join("whole"));
+    }
     let eval = |run: &str| {
         let out = ember(&["eval", run, "--episodes", "2"], &cwd);
         assert!(
@@ -408,12 +440,17 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64) {
 
 #[test]
 fn sac_killed_at_random_instants_resumes_exactly() {
-    killed_and_resumed_equals_uninterrupted("sac", 11);
+    killed_and_resumed_equals_uninterrupted("sac", 11, "KILL");
+}
+
+#[test]
+fn sac_stopped_with_ctrl_c_checkpoints_and_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted("sac", 3, "INT");
 }
 
 #[test]
 fn dqn_killed_at_random_instants_resumes_exactly() {
-    killed_and_resumed_equals_uninterrupted("dqn", 5);
+    killed_and_resumed_equals_uninterrupted("dqn", 5, "KILL");
 }
 
 /// A checkpoint that cannot be written whole (the file-size limit stands in for a full
@@ -541,4 +578,45 @@ fn eval_renders_a_gif_and_plot_summarises_seeds() {
     let png = std::fs::read(cwd.join("seeds.png")).unwrap();
     assert_eq!(&png[1..4], b"PNG");
     std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// The run's event files, read by TensorBoard itself (`$EMBER_TB_PYTHON`, required under
+/// CI), hold the training return and losses at every metrics row and every evaluation.
+fn tensorboard_has_the_run(run: &Path) {
+    let python = match std::env::var("EMBER_TB_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "set EMBER_TB_PYTHON (eval \"$(scripts/setup-tensorboard.sh)\")"
+            );
+            eprintln!("note: EMBER_TB_PYTHON unset; not reading the run with TensorBoard");
+            return;
+        }
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/read_tensorboard.py");
+    let out = Command::new(python).arg(script).arg(run).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let steps = |tag: &str| -> Vec<u64> {
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0] == tag).then(|| f[1].parse().unwrap())
+            })
+            .collect()
+    };
+    // The first episode (200 steps) ends at step 200: no training return before.
+    let rows: Vec<u64> = (2..=12).map(|k| k * 100).collect();
+    assert_eq!(steps("train/return"), rows, "{text}");
+    assert_eq!(
+        steps("loss/critic_loss").len(),
+        11,
+        "rows from the first update on"
+    );
+    assert_eq!(steps("eval/mean_return"), vec![400, 800, 1200], "{text}");
 }
