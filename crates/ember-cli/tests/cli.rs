@@ -620,3 +620,65 @@ fn tensorboard_has_the_run(run: &Path) {
     );
     assert_eq!(steps("eval/mean_return"), vec![400, 800, 1200], "{text}");
 }
+
+/// `configs/` holds the presets as `ember zoo` prints them (and as `ember train` uses them
+/// without `--config`); each trains when given with `--config`.
+#[test]
+fn committed_presets_are_the_zoo_presets() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let cwd = temp("presets");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&configs).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let (algo, env) = name.split_once('-').unwrap();
+        let out = ember(&["zoo", algo, env], &cwd);
+        assert!(out.status.success(), "{name}");
+        let printed: String = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            committed,
+            printed,
+            "{} differs from `ember zoo {algo} {env}`",
+            path.display()
+        );
+        let out = ember(
+            &[
+                "train",
+                algo,
+                "--env",
+                env,
+                "--config",
+                path.to_str().unwrap(),
+                "--steps",
+                "64",
+                "--set",
+                &format!(
+                    "{}.eval_episodes=1",
+                    if committed.contains("[on_policy]") {
+                        "on_policy"
+                    } else {
+                        "off_policy"
+                    }
+                ),
+                "--out",
+                &name,
+                "--quiet",
+            ],
+            &cwd,
+        );
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        seen += 1;
+    }
+    assert!(seen >= 6, "{seen} presets");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
