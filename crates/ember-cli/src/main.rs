@@ -3,6 +3,7 @@
 //! the fix, and exit with code 2; a failure during training exits with 1; Ctrl-C writes a
 //! checkpoint and exits with 130.
 
+mod bench;
 mod eval;
 mod learners;
 mod plot_cmd;
@@ -43,6 +44,21 @@ enum Command {
     Plot(PlotCmd),
     /// Print the preset config of an algorithm (on an environment) as TOML.
     Zoo(ZooCmd),
+    /// Measure this machine: replay sampling, batched inference, one SAC update,
+    /// environment stepping, end-to-end training.
+    Bench(BenchCmd),
+}
+
+#[derive(Args, Debug)]
+struct BenchCmd {
+    /// What to measure: replay, inference, sac-update, envs or train.
+    target: String,
+    /// Seconds spent on each figure.
+    #[arg(long, default_value_t = 2.0)]
+    secs: f64,
+    /// One JSON object per figure on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -193,6 +209,29 @@ fn run(cli: Cli) -> Result<()> {
                 println!("{line}");
             }
             println!("wrote {}", args.output.display());
+            Ok(())
+        }
+        Command::Bench(args) => {
+            if !(args.secs.is_finite() && args.secs > 0.0) {
+                bail!(
+                    "invalid --secs: got {}, expected a positive number",
+                    args.secs
+                );
+            }
+            let figures = bench::bench(&args.target, args.secs)?;
+            if !args.json {
+                println!("# {} on {}", args.target, cpu_model());
+            }
+            for f in figures {
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model()})
+                    );
+                } else {
+                    println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
+                }
+            }
             Ok(())
         }
         Command::Zoo(args) => {
@@ -400,4 +439,17 @@ fn seeds_cmd(args: &TrainArgs, range: &str) -> Result<()> {
     }
     println!("trained seeds {a}..{b}; compare them with `ember plot RUN...`");
     Ok(())
+}
+
+/// The CPU model, as `lscpu` names it.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }

@@ -59,15 +59,7 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
 
 /// Versions, commit, device and CPU of this run, as JSON.
 fn meta(config: &RunConfig) -> Result<String> {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cpu = crate::cpu_model();
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()

@@ -163,6 +163,11 @@ fn mistakes_are_one_line_with_exit_code_2() {
         ),
         (vec!["eval", "no-such-run"], vec!["not a run folder"]),
         (vec!["zoo", "ppo2"], vec!["unknown algorithm"]),
+        (
+            vec!["bench", "gpu"],
+            vec!["unknown bench `gpu`", "replay, inference"],
+        ),
+        (vec!["bench", "envs", "--secs", "0"], vec!["--secs"]),
     ];
     for (args, expected) in &cases {
         one_line_error(&ember(args, &cwd), expected, &args.join(" "));
@@ -680,5 +685,34 @@ fn committed_presets_are_the_zoo_presets() {
         seen += 1;
     }
     assert!(seen >= 6, "{seen} presets");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// `ember bench … --json` prints one object per figure, named as in docs/benchmarks.md.
+#[test]
+fn bench_prints_named_figures() {
+    let cwd = temp("bench");
+    for (target, first) in [
+        ("envs", "envs/CartPole-v1_single"),
+        ("sac-update", "sac_update/sequential_flex_b256"),
+    ] {
+        let out = ember(&["bench", target, "--secs", "0.05", "--json"], &cwd);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(lines.len() >= 2, "{text}");
+        assert_eq!(lines[0]["name"], first, "{text}");
+        for l in &lines {
+            assert!(l["value"].as_f64().unwrap() > 0.0, "{l}");
+            assert!(l["cpu"].is_string());
+        }
+    }
     std::fs::remove_dir_all(&cwd).unwrap();
 }

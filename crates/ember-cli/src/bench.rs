@@ -1,0 +1,250 @@
+//! `ember bench`: whole-program figures of `docs/benchmarks.md` measured on this machine
+//! — replay sampling from a 1M buffer, environment stepping, one SAC update, batched
+//! inference of the SAC actor per backend and batch size, and end-to-end training — as a
+//! table or JSON lines. Criterion benches (`cargo bench`) give the same quantities with
+//! confidence intervals; this is the quick look.
+
+use crate::run_config::RunConfig;
+use anyhow::{Result, bail};
+use ember_algo::{ActionBuf, Agent, Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
+use ember_backend::DeviceSpec;
+use ember_core::{Action, Batch, BoxSpace, EmberRng, Env, Space, Transition};
+use ember_env::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv};
+use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
+use std::time::{Duration, Instant};
+
+/// What `ember bench` measures.
+pub const TARGETS: [&str; 5] = ["replay", "inference", "sac-update", "envs", "train"];
+
+/// One measured figure.
+pub struct Figure {
+    /// What was measured (`replay/return_weighted_k256`).
+    pub name: String,
+    /// Its value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: &'static str,
+}
+
+/// Calls `f` repeatedly for about `secs` seconds (after a short warm-up); the mean seconds
+/// per call.
+fn time(secs: f64, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_secs_f64(secs / 5.0) {
+        f()?;
+    }
+    let (start, mut n) = (Instant::now(), 0u64);
+    while start.elapsed() < Duration::from_secs_f64(secs) || n < 3 {
+        f()?;
+        n += 1;
+    }
+    Ok(start.elapsed().as_secs_f64() / n as f64)
+}
+
+/// Runs `target` for about `secs` seconds per figure.
+///
+/// # Errors
+/// An unknown target; an error of the measured code.
+pub fn bench(target: &str, secs: f64) -> Result<Vec<Figure>> {
+    match target {
+        "replay" => replay(secs),
+        "inference" => inference(secs),
+        "sac-update" => sac_update(secs),
+        "envs" => envs(secs),
+        "train" => train(),
+        other => bail!("unknown bench `{other}`: known are {}", TARGETS.join(", ")),
+    }
+}
+
+const CAPACITY: usize = 1 << 20;
+
+fn filled<S: Sampler>(sampler: S) -> Result<ReplayBuffer<S>> {
+    let mut buf = ReplayBuffer::new(RingStorage::new(CAPACITY, 17, 6)?, sampler, 0)?;
+    let mut rng = EmberRng::seed_from(1);
+    let (obs, act) = ([0.1f32; 17], [0.2f32; 6]);
+    for i in 0..CAPACITY {
+        let t = Transition {
+            obs: &obs,
+            action: &act,
+            reward: rng.next_f64() as f32,
+            next_obs: &obs,
+            terminated: false,
+            truncated: false,
+        };
+        buf.push_scored(&t, (i % 1000) as f64 - 500.0, &[])?;
+    }
+    Ok(buf)
+}
+
+fn replay(secs: f64) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    let mut batch = Batch::default();
+    let mut one = |name: &str, t: f64| {
+        out.push(Figure {
+            name: format!("replay/{name}_k256"),
+            value: t * 1e6,
+            unit: "µs per batch",
+        })
+    };
+    let mut u = filled(Uniform::new(CAPACITY, false))?;
+    one("uniform", time(secs, || Ok(u.sample(256, &mut batch)?))?);
+    drop(u);
+    let mut p = filled(Prioritized::new(CAPACITY, 0.6, 0.4)?)?;
+    one(
+        "prioritized",
+        time(secs, || Ok(p.sample(256, &mut batch)?))?,
+    );
+    drop(p);
+    let mut r = filled(ReturnWeighted::new(CAPACITY))?;
+    one(
+        "return_weighted",
+        time(secs, || Ok(r.sample(256, &mut batch)?))?,
+    );
+    Ok(out)
+}
+
+/// The SAC actor of the inference table: 17 → 256 → 256 → 2×6.
+fn sac(device: &DeviceSpec, schedule: UpdateSchedule) -> Result<ember_algo::Sac> {
+    let obs = Space::Box(BoxSpace::uniform(17, f32::NEG_INFINITY, f32::INFINITY)?);
+    let act = Space::Box(BoxSpace::uniform(6, -1.0, 1.0)?);
+    let config = SacConfig {
+        update_schedule: schedule,
+        ..SacConfig::default()
+    };
+    Ok(config.build(&obs, &act, &Devices::same(&device.device()?))?)
+}
+
+fn inference(secs: f64) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    for spec in DeviceSpec::compiled_cpu() {
+        let mut agent = sac(&spec, UpdateSchedule::Sequential)?;
+        for batch in [1usize, 4, 16, 64, 256] {
+            let obs: Vec<f32> = (0..batch * 17).map(|i| (i as f32 * 0.1).sin()).collect();
+            let mut actions = ActionBuf::Continuous(Vec::new());
+            let t = time(secs, || Ok(agent.act(&obs, true, &mut actions)?))?;
+            out.push(Figure {
+                name: format!(
+                    "inference/{}_eager_b{batch}",
+                    spec.to_string().replace(':', "_")
+                ),
+                value: 1.0 / t,
+                unit: "calls/s",
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn sac_update(secs: f64) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    let mut rng = EmberRng::seed_from(3);
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+    let mut b = Batch::with_capacity(17, 6, 256);
+    b.len = 256;
+    b.obs = u(256 * 17);
+    b.action = u(256 * 6);
+    b.reward = u(256);
+    b.next_obs = u(256 * 17);
+    b.terminated = vec![0.0; 256];
+    b.truncated = vec![0.0; 256];
+    b.weights = vec![1.0; 256];
+    for spec in DeviceSpec::compiled_cpu() {
+        for schedule in [UpdateSchedule::Sequential, UpdateSchedule::Parallel] {
+            let mut learner = sac(&spec, schedule)?;
+            let mut step = 0;
+            let t = time(secs, || {
+                learner.update(&b, step)?;
+                step += 1;
+                Ok(())
+            })?;
+            out.push(Figure {
+                name: format!(
+                    "sac_update/{}_{}_b256",
+                    format!("{schedule:?}").to_lowercase(),
+                    spec.to_string().replace(':', "_")
+                ),
+                value: t * 1e3,
+                unit: "ms per update",
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn envs(secs: f64) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    for id in ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "Acrobot-v1"] {
+        let mut env = ember_env::make(id)?;
+        env.reset(Some(0))?;
+        let space = env.action_space().clone();
+        let mut obs = vec![0.0; env.observation_space().flat_dim()];
+        let mut rng = EmberRng::seed_from(2);
+        let t = time(secs, || {
+            let info = match &space {
+                Space::Discrete(d) => {
+                    env.step_into(Action::Discrete(rng.below(d.n() as u64) as usize), &mut obs)?
+                }
+                Space::Box(_) => env.step_into(Action::Continuous(&[0.5]), &mut obs)?,
+            };
+            if info.terminated || info.truncated {
+                env.reset_into(None, &mut obs)?;
+            }
+            Ok(())
+        })?;
+        out.push(Figure {
+            name: format!("envs/{id}_single"),
+            value: 1.0 / t,
+            unit: "steps/s",
+        });
+    }
+    let actions = vec![1usize; 64];
+    let mut sync = SyncVecEnv::from_id("CartPole-v1", 64)?;
+    sync.reset(Some(0))?;
+    let t = time(secs, || {
+        Ok(sync.step(VecActions::Discrete(&actions)).map(|_| ())?)
+    })?;
+    out.push(Figure {
+        name: "envs/CartPole-v1_sync64".into(),
+        value: 64.0 / t,
+        unit: "steps/s",
+    });
+    let mut threaded = ThreadedVecEnv::from_id("CartPole-v1", 2, 32)?;
+    threaded.reset(Some(0))?;
+    let t = time(secs, || {
+        Ok(threaded.step(VecActions::Discrete(&actions)).map(|_| ())?)
+    })?;
+    out.push(Figure {
+        name: "envs/CartPole-v1_threaded2x32".into(),
+        value: 64.0 / t,
+        unit: "steps/s",
+    });
+    Ok(out)
+}
+
+/// End to end: SAC on Pendulum-v1 with the zoo preset for 3,000 env steps, no evaluation,
+/// in a temporary run folder (metrics and checkpoints written as by `ember train`).
+fn train() -> Result<Vec<Figure>> {
+    let dir = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (mut config, _) = RunConfig::preset("sac", "Pendulum-v1")?;
+    config = config
+        .with_set("off_policy.total_steps", "3000")?
+        .with_set("off_policy.eval_episodes", "0")?
+        .with_set("save_every", "3000")?;
+    crate::run_dir::create(&dir, &config, "ember bench train")?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let out = crate::train::Output {
+        quiet: true,
+        json: false,
+    };
+    let start = Instant::now();
+    let report = crate::train::train(&dir, &config, false, out, stop)?;
+    let secs = start.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(vec![Figure {
+        name: "train/sac_Pendulum-v1_flex_3000".into(),
+        value: report.env_steps as f64 / secs,
+        unit: "env steps/s",
+    }])
+}
