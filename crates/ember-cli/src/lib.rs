@@ -1,11 +1,12 @@
 //! # ember-cli
 //!
-//! The output half of Ember's front door (the future `ember` binary): what a training run
-//! leaves in its run folder and what `ember plot` draws from it. Plain data in, files out;
-//! no dependency on the other Ember crates.
+//! Ember's front door: the `ember` command ([`app`]: train, resume exactly, evaluate,
+//! plot, zoo presets, bench) and what a training run leaves in its run folder and what
+//! `ember plot` draws from it (the other modules: plain data in, files out).
 //!
 //! | module | job |
 //! |---|---|
+//! | [`app`] | the `ember` command itself; a program of your own can register environments and call [`app::main_with_args`] |
 //! | [`metrics`] | `metrics.csv` + `metrics.jsonl`: fixed columns plus the algorithm's own metrics, flushed per row, cut back exactly on resume |
 //! | [`evaluations`] | `evaluations.csv`: mean and std of each evaluation's returns, same resume rule |
 //! | [`tensorboard`] | TensorBoard event files (scalars), hand-encoded protobuf in TFRecord framing |
@@ -48,6 +49,7 @@
 
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod crc32c;
 pub mod evaluations;
 mod font;

@@ -4,7 +4,7 @@
 //! table or JSON lines. Criterion benches (`cargo bench`) give the same quantities with
 //! confidence intervals; this is the quick look.
 
-use crate::run_config::RunConfig;
+use super::run_config::RunConfig;
 use anyhow::{Result, bail};
 use ember_algo::{ActionBuf, Agent, Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
 use ember_backend::DeviceSpec;
@@ -232,14 +232,14 @@ fn train() -> Result<Vec<Figure>> {
         .with_set("off_policy.total_steps", "3000")?
         .with_set("off_policy.eval_episodes", "0")?
         .with_set("save_every", "3000")?;
-    crate::run_dir::create(&dir, &config, "ember bench train")?;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let out = crate::train::Output {
+    super::run_dir::create(&dir, &config, "ember bench train")?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let out = super::train::Output {
         quiet: true,
         json: false,
     };
     let start = Instant::now();
-    let report = crate::train::train(&dir, &config, false, out, stop)?;
+    let report = super::train::train(&dir, &config, false, out, &stop)?;
     let secs = start.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&dir);
     Ok(vec![Figure {

@@ -2,7 +2,7 @@
 //! run), what describes it (`config.toml`, `command.txt`, `meta.json`) and where its
 //! checkpoint lives.
 
-use crate::run_config::RunConfig;
+use super::run_config::RunConfig;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 
@@ -59,7 +59,7 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
 
 /// Versions, commit, device and CPU of this run, as JSON.
 fn meta(config: &RunConfig) -> Result<String> {
-    let cpu = crate::cpu_model();
+    let cpu = super::cpu_model();
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()
@@ -93,5 +93,5 @@ pub fn load_config(dir: &Path) -> Result<RunConfig> {
             dir.display()
         );
     }
-    crate::run_config::load_file(&dir.join(CONFIG))
+    super::run_config::load_file(&dir.join(CONFIG))
 }

@@ -1,7 +1,7 @@
 //! `ember eval`: a run's final (or best) policy on fresh episodes, and GIFs of them.
 
-use crate::learners::{AnyLearner, devices};
-use crate::run_dir::{BEST, CHECKPOINT, load_config};
+use super::learners::{AnyLearner, devices};
+use super::run_dir::{BEST, CHECKPOINT, load_config};
 use anyhow::{Context, Result, anyhow, bail};
 use ember_algo::checkpoint::existing_dir;
 use ember_algo::{ActionBuf, Agent, load_checkpoint};
@@ -55,7 +55,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         )?;
         returns.push(ret);
         if let (true, Some(path)) = (record, &args.gif) {
-            ember_cli::render::render_gif(&config.env, &frames, path, 30)
+            crate::render::render_gif(&config.env, &frames, path, 30)
                 .with_context(|| format!("cannot render {}", path.display()))?;
         }
     }
@@ -78,6 +78,12 @@ fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<()> 
     }
     let dir = existing_dir(&run.join(CHECKPOINT))
         .ok_or_else(|| anyhow!("{} has no checkpoint yet", run.display()))?;
+    if !dir.join("learner").is_dir() {
+        // A run whose environment has no snapshots keeps weights only.
+        load_checkpoint(learner.checkpoint(), &dir)
+            .with_context(|| format!("cannot load {}", dir.display()))?;
+        return Ok(());
+    }
     learner
         .training_state()
         .load_state(&dir.join("learner"))

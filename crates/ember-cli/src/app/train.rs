@@ -2,22 +2,21 @@
 //! TensorBoard events, the best weights and exact checkpoints into the run folder, and
 //! resumes from the last checkpoint bit for bit.
 
-use crate::learners::{AnyLearner, devices, metric_names};
-use crate::progress::Progress;
-use crate::run_config::RunConfig;
-use crate::run_dir::{BEST, CHECKPOINT};
+use super::learners::{AnyLearner, devices, metric_names};
+use super::progress::Progress;
+use super::run_config::RunConfig;
+use super::run_dir::{BEST, CHECKPOINT};
+use crate::evaluations::{EvalLog, EvalRow};
+use crate::metrics::{MetricsLog, Row};
+use crate::plot::{Curve, plot_curves};
+use crate::tensorboard::EventWriter;
 use anyhow::{Context, Result, anyhow};
 use ember_algo::checkpoint::{existing_dir, save_checkpoint, write_dir_atomically};
 use ember_algo::{
     CheckpointInfo, OffPolicyLearner, OffPolicyTrainer, OnPolicyTrainer, TrainReport, Trainer,
 };
-use ember_cli::evaluations::{EvalLog, EvalRow};
-use ember_cli::metrics::{MetricsLog, Row};
-use ember_cli::plot::{Curve, plot_curves};
-use ember_cli::tensorboard::EventWriter;
 use ember_env::{SyncVecEnv, VecEnv};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How the run reports progress.
@@ -74,7 +73,7 @@ pub fn train(
     config: &RunConfig,
     resume: bool,
     out: Output,
-    stop: Arc<AtomicBool>,
+    stop: &AtomicBool,
 ) -> Result<TrainReport> {
     let devices = devices(&config.device)?;
     let mut env = SyncVecEnv::from_id(&config.env, config.num_envs)
@@ -123,7 +122,7 @@ struct Session<'a> {
     config: &'a RunConfig,
     resume: bool,
     out: Output,
-    stop: Arc<AtomicBool>,
+    stop: &'a AtomicBool,
 }
 
 /// The next multiple of `every` above `steps` (`u64::MAX` for `every == 0`).
@@ -140,10 +139,19 @@ impl Session<'_> {
         let ckpt = dir.join(CHECKPOINT);
         let from = existing_dir(&ckpt);
         let never_started = |dir: &Path| {
-            ember_cli::metrics::read_metrics_csv(&dir.join(ember_cli::metrics::METRICS_CSV))
+            crate::metrics::read_metrics_csv(&dir.join(crate::metrics::METRICS_CSV))
                 .map_or(true, |rows| rows.is_empty())
         };
         let (mut metrics, mut evals) = match (self.resume, from) {
+            (true, Some(from)) if !from.join("trainer.state").exists() => {
+                return Err(anyhow!(
+                    "{} holds weights only (the environment `{}` has no exact snapshots): \
+                     this run cannot be resumed; evaluate it with `ember eval {}`",
+                    from.display(),
+                    config.env,
+                    dir.display()
+                ));
+            }
             (true, Some(from)) => {
                 t.load_state(&from).with_context(|| {
                     format!(
@@ -158,9 +166,9 @@ impl Session<'_> {
             // is the exact continuation.
             (true, None) if never_started(dir) => {
                 for f in [
-                    ember_cli::metrics::METRICS_CSV,
-                    ember_cli::metrics::METRICS_JSONL,
-                    ember_cli::evaluations::EVALUATIONS_CSV,
+                    crate::metrics::METRICS_CSV,
+                    crate::metrics::METRICS_JSONL,
+                    crate::evaluations::EVALUATIONS_CSV,
                 ] {
                     let _ = std::fs::remove_file(dir.join(f));
                 }
@@ -187,10 +195,32 @@ impl Session<'_> {
                 dir.display()
             );
         }
+        // Exact checkpoints need snapshots of the environments (and the learner's training
+        // state); without them (a user's environment that has none) checkpoints hold the
+        // weights only and the run cannot be resumed.
+        let mut exact = true;
         if !self.resume || t.report().env_steps == 0 {
             // A checkpoint from the first instant: a run killed at any point resumes.
-            save(&mut *t, &ckpt).map_err(runtime)?;
+            match save(&mut *t, &ckpt) {
+                Ok(()) => {}
+                Err(ember_core::Error::Unavailable { what, hint }) => {
+                    exact = false;
+                    eprintln!(
+                        "warning: {what} is not available ({hint}); checkpoints of this run \
+                         hold its weights only and it cannot be resumed"
+                    );
+                    save_weights(&mut *t, &ckpt).map_err(runtime)?;
+                }
+                Err(e) => return Err(runtime(e)),
+            }
         }
+        let save = |t: &mut dyn Trainer, ckpt: &Path| {
+            if exact {
+                save(t, ckpt)
+            } else {
+                save_weights(t, ckpt)
+            }
+        };
         let mut tb = EventWriter::create(dir)?;
         let mut progress = Progress::new(config.total_steps(), self.out);
         let start_steps = t.report().env_steps;
@@ -316,6 +346,12 @@ fn save(t: &mut dyn Trainer, ckpt: &Path) -> ember_core::Result<()> {
     write_dir_atomically(ckpt, |tmp| t.save_state(tmp))
 }
 
+/// The weights alone (for runs whose environments have no snapshots), atomically.
+fn save_weights(t: &mut dyn Trainer, dir: &Path) -> ember_core::Result<()> {
+    let env_steps = t.report().env_steps;
+    save_best(t, dir, env_steps)
+}
+
 /// The weights of the best evaluation (safetensors, loadable by any learner of the config).
 fn save_best(t: &mut dyn Trainer, best: &Path, env_steps: u64) -> ember_core::Result<()> {
     let updates = t.report().updates;
@@ -327,16 +363,15 @@ fn save_best(t: &mut dyn Trainer, best: &Path, env_steps: u64) -> ember_core::Re
 
 /// `curve.png`: training return and evaluations over env steps, from the run's files.
 pub fn draw_curve(dir: &Path, config: &RunConfig) -> Result<()> {
-    let points = ember_cli::metrics::read_metrics_csv(&dir.join(ember_cli::metrics::METRICS_CSV))?
+    let points = crate::metrics::read_metrics_csv(&dir.join(crate::metrics::METRICS_CSV))?
         .into_iter()
         .filter_map(|(s, r)| r.map(|r| (s as f64, r)))
         .collect();
-    let evals = ember_cli::evaluations::read_evaluations_csv(
-        &dir.join(ember_cli::evaluations::EVALUATIONS_CSV),
-    )?
-    .into_iter()
-    .map(|(s, r)| (s as f64, r))
-    .collect();
+    let evals =
+        crate::evaluations::read_evaluations_csv(&dir.join(crate::evaluations::EVALUATIONS_CSV))?
+            .into_iter()
+            .map(|(s, r)| (s as f64, r))
+            .collect();
     let curve = Curve {
         label: format!("{} s{}", config.algo, config.seed()),
         points,

@@ -1,6 +1,6 @@
 //! The learners `ember` builds from a run config, behind one type.
 
-use crate::run_config::RunConfig;
+use super::run_config::RunConfig;
 use anyhow::{Context, Result, anyhow};
 use ember_algo::{Agent, Checkpoint, Devices, Dqn, PolicyGradient, Sac, TrainingState};
 use ember_backend::DeviceSpec;

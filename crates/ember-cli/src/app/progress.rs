@@ -2,9 +2,9 @@
 //! evaluation, ETA), a plain line every few seconds otherwise (a log file, CI), JSON lines
 //! with `--json`, nothing with `--quiet`.
 
-use crate::train::Output;
+use super::train::Output;
+use crate::metrics::Row;
 use ember_algo::TrainReport;
-use ember_cli::metrics::Row;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
