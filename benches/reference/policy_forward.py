@@ -1,9 +1,12 @@
-"""PyTorch reference for `policy_forward/*`: a SAC actor 17->256->256->(6 means, 6 log-stds)
-sampling a tanh-Gaussian action as an actor does (observation from the host, action back to
-the host), in eager mode and under torch.compile, at batch 1, 4, 16 and 256.
+"""PyTorch reference for `policy_forward/*` and `inference/*`: a SAC actor
+17->256->256->(6 means, 6 log-stds) sampling a tanh-Gaussian action as an actor does
+(observation from the host, action back to the host), and for `inference_ppo/*` RLlib's
+default PPO model (two hidden layers of 256, tanh; a 2-action logit network and a value
+network) on CartPole shapes, in eager mode and under torch.compile, at batch 1, 4, 16, 64
+and 256.
 
 Run: .venv-torch/bin/python benches/reference/policy_forward.py [--threads N] [--no-compile]
-Prints calls per second for each mode and batch size.
+Prints calls per second for each model, mode and batch size.
 """
 
 import argparse
@@ -30,6 +33,18 @@ class Actor(nn.Module):
         return torch.tanh(mean + log_std.exp() * noise)
 
 
+class PpoModel(nn.Module):
+    def __init__(self, obs_dim=4, actions=2, hidden=256):
+        super().__init__()
+        self.pi = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(),
+                                nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, actions))
+        self.vf = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(),
+                                nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    def forward(self, obs):
+        return self.pi(obs), self.vf(obs)
+
+
 def calls_per_second(fn, seconds=2.0):
     for _ in range(50):
         fn()
@@ -49,14 +64,14 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    actor = Actor().eval()
-    modes = [("eager", actor)]
+    actor, ppo = Actor().eval(), PpoModel().eval()
+    modes = [("eager", actor, ppo)]
     if not args.no_compile:
-        modes.append(("compile", torch.compile(actor)))
+        modes.append(("compile", torch.compile(actor), torch.compile(ppo)))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     rng = np.random.default_rng(0)
-    for name, model in modes:
-        for batch in (1, 4, 16, 256):
+    for name, model, ppo_model in modes:
+        for batch in (1, 4, 16, 64, 256):
             obs = rng.uniform(-1, 1, (batch, 17)).astype(np.float32)
 
             def call():
@@ -65,7 +80,16 @@ def main():
                     eps = torch.randn(batch, 6)
                     return model(x, eps).numpy()
 
-            print(f"policy_forward/torch_{name}_b{batch:<4} {calls_per_second(call):12.0f} calls/s")
+            print(f"inference/torch_{name}_b{batch:<4} {calls_per_second(call):12.0f} calls/s")
+        for batch in (1, 4, 16, 64, 256):
+            obs4 = rng.uniform(-1, 1, (batch, 4)).astype(np.float32)
+
+            def call_ppo():
+                with torch.no_grad():
+                    logits, value = ppo_model(torch.from_numpy(obs4))
+                    return logits.numpy(), value.numpy()
+
+            print(f"inference_ppo/torch_{name}_b{batch:<4} {calls_per_second(call_ppo):12.0f} calls/s")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,15 @@ impl<M: Module> ActingCopy<M> {
         &self.device
     }
 
-    /// Counts one update of `online` and refreshes the copy when due.
-    pub fn after_update(&mut self, online: &M) {
+    /// Counts one update of `online` and refreshes the copy when due; returns whether it
+    /// did.
+    pub fn after_update(&mut self, online: &M) -> bool {
         self.since += 1;
         if self.since >= self.every {
             self.refresh(online);
+            return true;
         }
+        false
     }
 
     /// Updates counted since the last refresh.

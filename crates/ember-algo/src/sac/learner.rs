@@ -21,8 +21,8 @@ use burn::tensor::Device;
 use ember_core::state::StateWriter;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_nn::{
-    CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
-    Temperature, hard_target,
+    CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,
+    GaussianTanhPolicyConfig, Temperature, hard_target,
 };
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -49,6 +49,8 @@ pub struct Sac {
     noise_rng: EmberRng,
     act_rng: EmberRng,
     acting: ActingCopy<GaussianTanhPolicy>,
+    /// The acting copy frozen for the host fast path (acting on flex or ndarray).
+    frozen: Option<FrozenGaussianTanhPolicy>,
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
     progress: Progress,
@@ -92,6 +94,7 @@ impl Sac {
         let temperature = Temperature::new(config.init_alpha, &learn)?;
         let adam = || OptimizerKind::Adam.build(0.0, &learn);
         let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
+        let frozen = frozen_copy(&acting, &devices.act);
         let mut rng = EmberRng::seed_from(config.seed);
         Ok(Sac {
             obs_dim,
@@ -108,6 +111,7 @@ impl Sac {
             noise_rng: rng.fork(1),
             act_rng: rng.fork(2),
             acting,
+            frozen,
             worker: None,
             progress: Progress::default(),
             learn,
@@ -230,9 +234,31 @@ impl Checkpoint for Sac {
         let temperature = load_module(self.temperature.clone(), dir, "temperature")?;
         self.alpha = temperature.alpha();
         self.acting.refresh(&actor);
+        self.refresh_frozen()?;
         (self.actor, self.critic, self.target) = (actor, critic, target);
         self.temperature = temperature;
         Ok(())
+    }
+}
+
+/// The host fast path of `acting`, when it acts on a host CPU device (flex, ndarray).
+fn frozen_copy(
+    acting: &ActingCopy<GaussianTanhPolicy>,
+    device: &Device,
+) -> Option<FrozenGaussianTanhPolicy> {
+    if !ember_backend::is_host_cpu(device) {
+        return None;
+    }
+    FrozenGaussianTanhPolicy::new(acting.module()).ok()
+}
+
+impl Sac {
+    /// Copies the acting copy's weights into the frozen fast path (if there is one).
+    fn refresh_frozen(&mut self) -> Result<()> {
+        match &mut self.frozen {
+            Some(f) => f.refresh(self.acting.module()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -244,6 +270,19 @@ impl Agent for Sac {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = ember_core::denormals::flush_denormals_here();
         let out = out.continuous_mut("SAC")?;
+        if let Some(frozen) = &mut self.frozen {
+            let n = obs.len() / self.obs_dim.max(1);
+            Error::check_len(
+                "observations (batch × obs_dim)",
+                n * self.obs_dim,
+                obs.len(),
+            )?;
+            return if explore {
+                frozen.act(obs, &mut self.act_rng, out)
+            } else {
+                frozen.deterministic(obs, out)
+            };
+        }
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let policy = self.acting.module();
         if explore {
@@ -294,7 +333,9 @@ impl OffPolicyLearner for Sac {
             self.temperature = t;
         }
         self.noise_rng = rng;
-        self.acting.after_update(&self.actor);
+        if self.acting.after_update(&self.actor) {
+            self.refresh_frozen()?;
+        }
         let mut m = Metrics::default();
         m.push("critic_loss", critic_loss);
         m.push("actor_loss", actor_loss);
@@ -380,6 +421,7 @@ impl TrainingState for Sac {
         (self.actor_optim, self.alpha_optim) = (actor_optim, alpha_optim);
         *locked(&self.critic_optim) = critic_optim;
         self.acting.restore(acting, since);
+        self.refresh_frozen()?;
         (self.alpha, self.noise_rng, self.act_rng) = (alpha, noise_rng, act_rng);
         self.progress = progress;
         Ok(())

@@ -6,7 +6,7 @@
 
 use super::run_config::RunConfig;
 use anyhow::{Result, bail};
-use ember_algo::{ActionBuf, Agent, Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
+use ember_algo::{Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
 use ember_backend::DeviceSpec;
 use ember_core::{Action, Batch, BoxSpace, EmberRng, Env, Space, Transition};
 use ember_env::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv};
@@ -114,22 +114,35 @@ fn sac(device: &DeviceSpec, schedule: UpdateSchedule) -> Result<ember_algo::Sac>
     Ok(config.build(&obs, &act, &Devices::same(&device.device()?))?)
 }
 
+/// The SAC actor per backend and batch: `eager` through burn (`act_host`), `frozen`
+/// through the host fast path (`FrozenGaussianTanhPolicy`, what SAC acts with on flex and
+/// ndarray).
 fn inference(secs: f64) -> Result<Vec<Figure>> {
+    use burn::tensor::{Tensor, TensorData};
     let mut out = Vec::new();
     for spec in DeviceSpec::compiled_cpu() {
-        let mut agent = sac(&spec, UpdateSchedule::Sequential)?;
+        let learner = sac(&spec, UpdateSchedule::Sequential)?;
+        let policy = learner.actor().clone();
+        let device = spec.device()?;
+        let mut frozen = ember_nn::FrozenGaussianTanhPolicy::new(&policy)?;
+        let mut rng = EmberRng::seed_from(5);
+        let label = spec.to_string().replace(':', "_");
         for batch in [1usize, 4, 16, 64, 256] {
             let obs: Vec<f32> = (0..batch * 17).map(|i| (i as f32 * 0.1).sin()).collect();
-            let mut actions = ActionBuf::Continuous(Vec::new());
-            let t = time(secs, || Ok(agent.act(&obs, true, &mut actions)?))?;
-            out.push(Figure {
-                name: format!(
-                    "inference/{}_eager_b{batch}",
-                    spec.to_string().replace(':', "_")
-                ),
-                value: 1.0 / t,
-                unit: "calls/s",
-            });
+            let mut actions = Vec::new();
+            let eager = time(secs, || {
+                let x = Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
+                policy.act_host(x, &mut rng, &mut actions);
+                Ok(())
+            })?;
+            let fast = time(secs, || Ok(frozen.act(&obs, &mut rng, &mut actions)?))?;
+            for (mode, t) in [("eager", eager), ("frozen", fast)] {
+                out.push(Figure {
+                    name: format!("inference/{label}_{mode}_b{batch}"),
+                    value: 1.0 / t,
+                    unit: "calls/s",
+                });
+            }
         }
     }
     Ok(out)

@@ -1,0 +1,122 @@
+//! Batched inference, by backend × mode × batch size (problem 5 of the design; RLlib's
+//! torch.compile table, for our backends).
+//!
+//! `cargo bench --bench inference` (add `--features tch` after
+//! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows). Calls per second
+//! (criterion's elements/s, one element per call), host observations in and actions out:
+//! - `inference/<backend>_<mode>_b<batch>`: SAC's actor 17→256→256→12 (ReLU) sampling a
+//!   tanh-Gaussian action; `eager` is burn's forward (`GaussianTanhPolicy::act_host`),
+//!   `frozen` the host fast path (`FrozenGaussianTanhPolicy::act`) frozen from that
+//!   backend's policy (it runs on the host whatever the backend).
+//! - `inference_ppo/<backend>_<mode>_b<batch>`: RLlib's default PPO model (two hidden
+//!   layers of 256, tanh) on CartPole shapes: logits of 2 actions and a value, as two
+//!   networks.
+//!
+//! PyTorch eager and `torch.compile` on the same shapes: `benches/reference/inference.py`,
+//! run in the same window.
+
+use burn::tensor::{Tensor, TensorData};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ember_backend::DeviceSpec;
+use ember_core::EmberRng;
+use ember_nn::{
+    Activation, FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicyConfig, MlpConfig,
+};
+use std::hint::black_box;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const BATCHES: [usize; 5] = [1, 4, 16, 64, 256];
+
+fn name(spec: DeviceSpec) -> &'static str {
+    match spec {
+        DeviceSpec::Flex => "flex",
+        DeviceSpec::NdArray => "ndarray",
+        DeviceSpec::TchCpu => "tch",
+        DeviceSpec::TchCuda(_) => "tch_cuda",
+        DeviceSpec::Cuda(_) => "cuda",
+    }
+}
+
+fn host(rows: usize, cols: usize, rng: &mut EmberRng) -> Vec<f32> {
+    (0..rows * cols)
+        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
+        .collect()
+}
+
+fn sac_actor(c: &mut Criterion) {
+    let mut g = c.benchmark_group("inference");
+    g.warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g.throughput(Throughput::Elements(1));
+    for spec in DeviceSpec::compiled_cpu() {
+        let device = spec.device().unwrap();
+        let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
+        let mut frozen = FrozenGaussianTanhPolicy::new(&policy).unwrap();
+        let mut rng = EmberRng::seed_from(1);
+        for batch in BATCHES {
+            let obs = host(batch, 17, &mut rng);
+            let mut action = Vec::new();
+            g.bench_function(format!("{}_eager_b{batch}", name(spec)), |b| {
+                b.iter(|| {
+                    let x =
+                        Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
+                    policy.act_host(x, &mut rng, &mut action);
+                    black_box(&action);
+                })
+            });
+            g.bench_function(format!("{}_frozen_b{batch}", name(spec)), |b| {
+                b.iter(|| {
+                    frozen.act(&obs, &mut rng, &mut action).unwrap();
+                    black_box(&action);
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+fn ppo_model(c: &mut Criterion) {
+    let mut g = c.benchmark_group("inference_ppo");
+    g.warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g.throughput(Throughput::Elements(1));
+    for spec in DeviceSpec::compiled_cpu() {
+        let device = spec.device().unwrap();
+        let net = |out| {
+            MlpConfig::new([4, 256, 256, out])
+                .with_activation(Activation::Tanh)
+                .init(&device)
+                .unwrap()
+        };
+        let (pi, vf) = (net(2), net(1));
+        let (mut fpi, mut fvf) = (FrozenMlp::new(&pi).unwrap(), FrozenMlp::new(&vf).unwrap());
+        let mut rng = EmberRng::seed_from(2);
+        for batch in BATCHES {
+            let obs = host(batch, 4, &mut rng);
+            g.bench_function(format!("{}_eager_b{batch}", name(spec)), |b| {
+                b.iter(|| {
+                    let x =
+                        Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 4]), &device);
+                    let logits = pi.forward(x.clone()).into_data();
+                    let value = vf.forward(x).into_data();
+                    black_box((logits, value));
+                })
+            });
+            let (mut logits, mut value) = (Vec::new(), Vec::new());
+            g.bench_function(format!("{}_frozen_b{batch}", name(spec)), |b| {
+                b.iter(|| {
+                    fpi.forward(&obs, batch, &mut logits).unwrap();
+                    fvf.forward(&obs, batch, &mut value).unwrap();
+                    black_box((&logits, &value));
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, sac_actor, ppo_model);
+criterion_main!(benches);

@@ -1,0 +1,440 @@
+//! Frozen inference forms of the networks: weights copied once into host buffers, bias and
+//! activation fused into each layer, a row-blocked matrix–vector kernel for small batches,
+//! and no allocation per call once the scratch buffers have grown to the batch. For acting
+//! on a CPU (problem 5 of the design: one actor choosing one action), where burn's eager
+//! forward pays packing and per-operation overhead that dwarf the arithmetic of a
+//! 17→256→256→12 network.
+//!
+//! The kernel is chosen at run time for the CPU (AVX-512, AVX2 with FMA, or portable
+//! code). Results match the burn forward to float tolerance, not bit for bit (another
+//! summation order; FMA where the CPU has it), and may differ in the last bits between
+//! CPUs of different kernels; on one machine they are deterministic.
+//! [`FrozenMlp::refresh`] copies new weights into the same buffers.
+//!
+//! ```
+//! use burn::tensor::{Device, Tensor, TensorData};
+//! use ember_nn::{FrozenMlp, MlpConfig};
+//!
+//! let device = Device::flex();
+//! let mlp = MlpConfig::new([3, 16, 2]).init(&device)?;
+//! let mut frozen = FrozenMlp::new(&mlp)?;
+//! let obs = [0.1f32, -0.2, 0.3];
+//! let mut out = Vec::new();
+//! frozen.forward(&obs, 1, &mut out)?;
+//! let burn = mlp.forward(Tensor::from_data(TensorData::new(obs.to_vec(), [1, 3]), &device));
+//! let burn: Vec<f32> = burn.into_data().try_into_vec_as::<f32>().unwrap();
+//! assert!(out.iter().zip(&burn).all(|(a, b)| (a - b).abs() < 1e-5));
+//! # Ok::<(), ember_core::Error>(())
+//! ```
+
+use crate::gaussian_policy::GaussianTanhPolicy;
+use crate::mlp::{Activation, Mlp};
+use burn::tensor::Tensor;
+use ember_core::{EmberRng, Error, Result};
+
+/// One linear layer on the host: `y = x·W + b`, `W` row-major `[in, out]` (burn's layout).
+#[derive(Clone, Debug)]
+struct HostLinear {
+    inputs: usize,
+    outputs: usize,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+fn host_values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data()
+        .try_into_vec_as::<f32>()
+        .expect("float parameters convert to f32")
+}
+
+/// An [`Mlp`] frozen for host inference.
+#[derive(Clone, Debug)]
+pub struct FrozenMlp {
+    layers: Vec<HostLinear>,
+    activation: Activation,
+    /// Ping-pong activations, grown to the largest batch seen.
+    scratch: [Vec<f32>; 2],
+}
+
+impl FrozenMlp {
+    /// Copies `mlp`'s weights to the host.
+    ///
+    /// # Errors
+    /// A network with layer norms (not supported by this path).
+    pub fn new(mlp: &Mlp) -> Result<Self> {
+        let mut frozen = FrozenMlp {
+            layers: Vec::new(),
+            activation: mlp.activation,
+            scratch: [Vec::new(), Vec::new()],
+        };
+        frozen.load(mlp, true)?;
+        Ok(frozen)
+    }
+
+    /// Copies `mlp`'s current weights into the existing buffers (no allocation).
+    ///
+    /// # Errors
+    /// A network of other shapes or with layer norms; the frozen network is then unchanged.
+    pub fn refresh(&mut self, mlp: &Mlp) -> Result<()> {
+        self.load(mlp, false)
+    }
+
+    fn load(&mut self, mlp: &Mlp, fresh: bool) -> Result<()> {
+        if !mlp.norms.is_empty() {
+            return Err(Error::Unavailable {
+                what: "a frozen form of a network with layer norms".into(),
+                hint: "act through the burn forward instead".into(),
+            });
+        }
+        if !fresh {
+            Error::check_len("frozen network layers", self.layers.len(), mlp.layers.len())?;
+            for (ours, theirs) in self.layers.iter().zip(&mlp.layers) {
+                let [i, o] = theirs.weight.shape().dims::<2>();
+                Error::check_len("frozen layer shape", ours.inputs * ours.outputs, i * o)?;
+                Error::check_len("frozen layer inputs", ours.inputs, i)?;
+            }
+        }
+        let mut layers = Vec::with_capacity(mlp.layers.len());
+        for layer in &mlp.layers {
+            let [inputs, outputs] = layer.weight.shape().dims::<2>();
+            let weight = host_values(layer.weight.val());
+            let bias = match &layer.bias {
+                Some(b) => host_values(b.val()),
+                None => vec![0.0; outputs],
+            };
+            layers.push(HostLinear {
+                inputs,
+                outputs,
+                weight,
+                bias,
+            });
+        }
+        if fresh {
+            self.layers = layers;
+        } else {
+            for (ours, new) in self.layers.iter_mut().zip(layers) {
+                ours.weight.copy_from_slice(&new.weight);
+                ours.bias.copy_from_slice(&new.bias);
+            }
+        }
+        self.activation = mlp.activation;
+        Ok(())
+    }
+
+    /// Input width.
+    pub fn input_dim(&self) -> usize {
+        self.layers[0].inputs
+    }
+
+    /// Output width.
+    pub fn output_dim(&self) -> usize {
+        self.layers[self.layers.len() - 1].outputs
+    }
+
+    /// `rows` rows of `x` (`rows × input_dim`) through the network into `out` (cleared,
+    /// `rows × output_dim`).
+    ///
+    /// # Errors
+    /// An input of another length.
+    pub fn forward(&mut self, x: &[f32], rows: usize, out: &mut Vec<f32>) -> Result<()> {
+        Error::check_len(
+            "frozen network input (rows × input width)",
+            rows * self.input_dim(),
+            x.len(),
+        )?;
+        let last = self.layers.len() - 1;
+        let kernel = Kernel::detect();
+        let [a, b] = &mut self.scratch;
+        let (mut src, mut dst): (&mut Vec<f32>, &mut Vec<f32>) = (a, b);
+        src.clear();
+        src.extend_from_slice(x);
+        for (k, layer) in self.layers.iter().enumerate() {
+            dst.clear();
+            dst.resize(rows * layer.outputs, 0.0);
+            let act = if k < last {
+                Some(self.activation)
+            } else {
+                None
+            };
+            kernel.layer(layer, src, rows, dst, act);
+            std::mem::swap(&mut src, &mut dst);
+        }
+        out.clear();
+        out.extend_from_slice(src);
+        Ok(())
+    }
+}
+
+/// Which instructions the layer kernel uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2Fma,
+    Portable,
+}
+
+impl Kernel {
+    fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::sync::OnceLock;
+            static KERNEL: OnceLock<Kernel> = OnceLock::new();
+            *KERNEL.get_or_init(|| {
+                if std::env::var_os("EMBER_PORTABLE_KERNELS").is_some() {
+                    Kernel::Portable
+                } else if is_x86_feature_detected!("avx512f") {
+                    Kernel::Avx512
+                } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                    Kernel::Avx2Fma
+                } else {
+                    Kernel::Portable
+                }
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Kernel::Portable
+    }
+
+    fn layer(self, l: &HostLinear, x: &[f32], rows: usize, y: &mut [f32], act: Option<Activation>) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the features were detected at run time.
+            Kernel::Avx512 => unsafe { layer_avx512(l, x, rows, y, act) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Kernel::Avx2Fma => unsafe { layer_avx2(l, x, rows, y, act) },
+            Kernel::Portable => layer_generic::<false>(l, x, rows, y, act),
+        }
+    }
+}
+
+/// `a·b + c`, fused where the kernel has FMA (a software `fmaf` elsewhere would be slow).
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// `y = act(x·W + b)`, four rows at a time so each weight row is loaded once per block;
+/// the inner loop runs over contiguous outputs (vectorised by the compiler for the
+/// target features of the caller).
+#[inline(always)]
+fn layer_generic<const FMA: bool>(
+    l: &HostLinear,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    act: Option<Activation>,
+) {
+    let (n_in, n_out) = (l.inputs, l.outputs);
+    let mut r = 0;
+    while r < rows {
+        let block = (rows - r).min(4);
+        for k in 0..block {
+            y[(r + k) * n_out..(r + k + 1) * n_out].copy_from_slice(&l.bias);
+        }
+        let (head, tail) = y[r * n_out..].split_at_mut(n_out);
+        if block == 4 {
+            let (y1, rest) = tail.split_at_mut(n_out);
+            let (y2, rest) = rest.split_at_mut(n_out);
+            let y3 = &mut rest[..n_out];
+            for i in 0..n_in {
+                let w = &l.weight[i * n_out..(i + 1) * n_out];
+                let x0 = x[r * n_in + i];
+                let x1 = x[(r + 1) * n_in + i];
+                let x2 = x[(r + 2) * n_in + i];
+                let x3 = x[(r + 3) * n_in + i];
+                for o in 0..n_out {
+                    let wo = w[o];
+                    head[o] = madd::<FMA>(x0, wo, head[o]);
+                    y1[o] = madd::<FMA>(x1, wo, y1[o]);
+                    y2[o] = madd::<FMA>(x2, wo, y2[o]);
+                    y3[o] = madd::<FMA>(x3, wo, y3[o]);
+                }
+            }
+        } else {
+            for k in 0..block {
+                let yk = &mut y[(r + k) * n_out..(r + k + 1) * n_out];
+                for i in 0..n_in {
+                    let xi = x[(r + k) * n_in + i];
+                    let w = &l.weight[i * n_out..(i + 1) * n_out];
+                    for (yo, &wo) in yk.iter_mut().zip(w) {
+                        *yo = madd::<FMA>(xi, wo, *yo);
+                    }
+                }
+            }
+        }
+        r += block;
+    }
+    match act {
+        None => {}
+        Some(Activation::Relu) => y.iter_mut().for_each(|v| *v = v.max(0.0)),
+        Some(Activation::Tanh) => y.iter_mut().for_each(|v| *v = v.tanh()),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn layer_avx512(
+    l: &HostLinear,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    act: Option<Activation>,
+) {
+    layer_generic::<true>(l, x, rows, y, act)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn layer_avx2(
+    l: &HostLinear,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    act: Option<Activation>,
+) {
+    layer_generic::<true>(l, x, rows, y, act)
+}
+
+/// A [`GaussianTanhPolicy`] frozen for acting on the host.
+#[derive(Clone, Debug)]
+pub struct FrozenGaussianTanhPolicy {
+    net: FrozenMlp,
+    act_dim: usize,
+    scale: Vec<f32>,
+    bias: Vec<f32>,
+    log_std_bounds: (f32, f32),
+    raw: Vec<f32>,
+}
+
+impl FrozenGaussianTanhPolicy {
+    /// Copies `policy`'s weights to the host.
+    ///
+    /// # Errors
+    /// See [`FrozenMlp::new`].
+    pub fn new(policy: &GaussianTanhPolicy) -> Result<Self> {
+        Ok(FrozenGaussianTanhPolicy {
+            net: FrozenMlp::new(&policy.net)?,
+            act_dim: policy.act_dim,
+            scale: policy.scale.clone(),
+            bias: policy.bias.clone(),
+            log_std_bounds: policy.log_std_bounds,
+            raw: Vec::new(),
+        })
+    }
+
+    /// Copies `policy`'s current weights into the existing buffers.
+    ///
+    /// # Errors
+    /// A policy of other shapes (the frozen one is then unchanged).
+    pub fn refresh(&mut self, policy: &GaussianTanhPolicy) -> Result<()> {
+        Error::check_len("frozen policy action width", self.act_dim, policy.act_dim)?;
+        self.net.refresh(&policy.net)?;
+        self.scale.copy_from_slice(&policy.scale);
+        self.bias.copy_from_slice(&policy.bias);
+        self.log_std_bounds = policy.log_std_bounds;
+        Ok(())
+    }
+
+    /// Observation width.
+    pub fn obs_dim(&self) -> usize {
+        self.net.input_dim()
+    }
+
+    /// Stochastic actions for the rows of `obs` into `out` (cleared, `rows × act_dim`), with
+    /// noise drawn from `rng` exactly as [`GaussianTanhPolicy::act_host`] draws it.
+    ///
+    /// # Errors
+    /// Observations whose length is not a multiple of the observation width.
+    pub fn act(&mut self, obs: &[f32], rng: &mut EmberRng, out: &mut Vec<f32>) -> Result<()> {
+        let rows = self.rows(obs)?;
+        out.clear();
+        crate::noise::fill_standard_normal(rows * self.act_dim, rng, out);
+        self.net.forward(obs, rows, &mut self.raw)?;
+        let a = self.act_dim;
+        let (lo, hi) = self.log_std_bounds;
+        for (row, e) in self.raw.chunks_exact(2 * a).zip(out.chunks_exact_mut(a)) {
+            for j in 0..a {
+                let std = row[a + j].clamp(lo, hi).exp();
+                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
+            }
+        }
+        Ok(())
+    }
+
+    /// The deterministic actions `tanh(μ(s))·scale + bias` (evaluation) into `out`.
+    ///
+    /// # Errors
+    /// As [`FrozenGaussianTanhPolicy::act`].
+    pub fn deterministic(&mut self, obs: &[f32], out: &mut Vec<f32>) -> Result<()> {
+        let rows = self.rows(obs)?;
+        self.net.forward(obs, rows, &mut self.raw)?;
+        let a = self.act_dim;
+        out.clear();
+        for row in self.raw.chunks_exact(2 * a) {
+            out.extend((0..a).map(|j| row[j].tanh() * self.scale[j] + self.bias[j]));
+        }
+        Ok(())
+    }
+
+    fn rows(&self, obs: &[f32]) -> Result<usize> {
+        let d = self.obs_dim();
+        if !obs.len().is_multiple_of(d) {
+            return Err(Error::invalid(
+                "observations",
+                format!("{} values", obs.len()),
+                format!("a multiple of the observation width {d}"),
+            ));
+        }
+        Ok(obs.len() / d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_agrees_with_a_naive_product() {
+        let (n_in, n_out) = (37, 19);
+        let weight: Vec<f32> = (0..n_in * n_out)
+            .map(|i| ((i as f32) * 0.37).sin())
+            .collect();
+        let bias: Vec<f32> = (0..n_out).map(|i| (i as f32 * 0.1).cos()).collect();
+        let l = HostLinear {
+            inputs: n_in,
+            outputs: n_out,
+            weight,
+            bias,
+        };
+        for rows in [1, 3, 4, 5, 9] {
+            let x: Vec<f32> = (0..rows * n_in)
+                .map(|i| ((i as f32) * 0.11).cos())
+                .collect();
+            let mut naive = vec![0.0f32; rows * n_out];
+            for r in 0..rows {
+                for o in 0..n_out {
+                    let mut acc = l.bias[o] as f64;
+                    for i in 0..n_in {
+                        acc += x[r * n_in + i] as f64 * l.weight[i * n_out + o] as f64;
+                    }
+                    naive[r * n_out + o] = (acc as f32).tanh();
+                }
+            }
+            let mut kernels = vec![Kernel::Portable, Kernel::detect()];
+            #[cfg(target_arch = "x86_64")]
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                kernels.push(Kernel::Avx2Fma);
+            }
+            for k in kernels {
+                let mut y = vec![0.0f32; rows * n_out];
+                k.layer(&l, &x, rows, &mut y, Some(Activation::Tanh));
+                for (a, b) in y.iter().zip(&naive) {
+                    assert!((a - b).abs() < 1e-5, "{k:?}, {rows} rows: {a} vs {b}");
+                }
+            }
+        }
+    }
+}
