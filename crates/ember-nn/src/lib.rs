@@ -47,7 +47,7 @@ mod value;
 pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig};
 pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
-pub use frozen::{FrozenGaussianTanhPolicy, FrozenMlp};
+pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use target::{hard_target, polyak_update};

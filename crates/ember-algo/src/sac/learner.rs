@@ -270,8 +270,10 @@ impl Agent for Sac {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = ember_core::denormals::flush_denormals_here();
         let out = out.continuous_mut("SAC")?;
-        if let Some(frozen) = &mut self.frozen {
-            let n = obs.len() / self.obs_dim.max(1);
+        let rows = obs.len() / self.obs_dim.max(1);
+        let small = rows < ember_nn::FROZEN_MAX_ROWS;
+        if let Some(frozen) = self.frozen.as_mut().filter(|_| small) {
+            let n = rows;
             Error::check_len(
                 "observations (batch × obs_dim)",
                 n * self.obs_dim,

@@ -121,9 +121,9 @@ fn inference(secs: f64) -> Result<Vec<Figure>> {
     use burn::tensor::{Tensor, TensorData};
     let mut out = Vec::new();
     for spec in DeviceSpec::compiled_cpu() {
-        let learner = sac(&spec, UpdateSchedule::Sequential)?;
-        let policy = learner.actor().clone();
+        // The acting copy's form: an inference module on the plain device.
         let device = spec.device()?;
+        let policy = ember_nn::GaussianTanhPolicyConfig::new(17, 6).init(&device)?;
         let mut frozen = ember_nn::FrozenGaussianTanhPolicy::new(&policy)?;
         let mut rng = EmberRng::seed_from(5);
         let label = spec.to_string().replace(':', "_");
