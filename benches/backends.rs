@@ -25,27 +25,14 @@ use ember_nn::{ContinuousQ, CriticEnsembleConfig, GaussianTanhPolicyConfig, MlpC
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+use common::*;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn specs() -> Vec<DeviceSpec> {
     DeviceSpec::compiled_cpu()
-}
-
-fn name(spec: DeviceSpec) -> &'static str {
-    match spec {
-        DeviceSpec::Flex => "flex",
-        DeviceSpec::NdArray => "ndarray",
-        DeviceSpec::TchCpu => "tch",
-        DeviceSpec::TchCuda(_) => "tch_cuda",
-        DeviceSpec::Cuda(_) => "cuda",
-    }
-}
-
-fn host(rows: usize, cols: usize, rng: &mut EmberRng) -> Vec<f32> {
-    (0..rows * cols)
-        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
-        .collect()
 }
 
 fn policy_forward(c: &mut Criterion) {

@@ -25,26 +25,13 @@ use ember_nn::{
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+use common::*;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCHES: [usize; 5] = [1, 4, 16, 64, 256];
-
-fn name(spec: DeviceSpec) -> &'static str {
-    match spec {
-        DeviceSpec::Flex => "flex",
-        DeviceSpec::NdArray => "ndarray",
-        DeviceSpec::TchCpu => "tch",
-        DeviceSpec::TchCuda(_) => "tch_cuda",
-        DeviceSpec::Cuda(_) => "cuda",
-    }
-}
-
-fn host(rows: usize, cols: usize, rng: &mut EmberRng) -> Vec<f32> {
-    (0..rows * cols)
-        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
-        .collect()
-}
 
 fn sac_actor(c: &mut Criterion) {
     let mut g = c.benchmark_group("inference");

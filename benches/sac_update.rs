@@ -12,6 +12,9 @@ use ember::backend::DeviceSpec;
 use ember::core::{Batch, BoxSpace, EmberRng, Space};
 use std::time::Duration;
 
+mod common;
+use common::*;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -37,16 +40,6 @@ fn batches(n: usize) -> Vec<Batch> {
             b
         })
         .collect()
-}
-
-fn name(spec: DeviceSpec) -> &'static str {
-    match spec {
-        DeviceSpec::Flex => "flex",
-        DeviceSpec::NdArray => "ndarray",
-        DeviceSpec::TchCpu => "tch",
-        DeviceSpec::TchCuda(_) => "tch_cuda",
-        DeviceSpec::Cuda(_) => "cuda",
-    }
 }
 
 fn sac_update(c: &mut Criterion) {

@@ -248,20 +248,7 @@ impl Session<'_> {
             let r = t.report();
             let steps = r.env_steps;
             for e in &r.evals[seen..] {
-                evals.append(&EvalRow {
-                    env_steps: e.env_steps,
-                    mean_return: e.mean_return,
-                    std_return: e.std_return,
-                    episodes: e.episodes as u64,
-                })?;
-                tb.scalars(
-                    e.env_steps,
-                    &[
-                        ("eval/mean_return", e.mean_return),
-                        ("eval/std_return", e.std_return),
-                    ],
-                )?;
-                progress.eval(e.env_steps, e.mean_return);
+                log_eval(e, &mut evals, &mut tb, &mut progress)?;
             }
             let new_best = r.evals[seen..]
                 .iter()
@@ -323,14 +310,7 @@ impl Session<'_> {
         let seen_before = seen;
         let report = t.finish().map_err(runtime)?;
         for e in &report.evals[seen_before.min(report.evals.len())..] {
-            evals.append(&EvalRow {
-                env_steps: e.env_steps,
-                mean_return: e.mean_return,
-                std_return: e.std_return,
-                episodes: e.episodes as u64,
-            })?;
-            tb.scalars(e.env_steps, &[("eval/mean_return", e.mean_return)])?;
-            progress.eval(e.env_steps, e.mean_return);
+            log_eval(e, &mut evals, &mut tb, &mut progress)?;
         }
         tb.flush()?;
         progress.finish();
@@ -339,6 +319,30 @@ impl Session<'_> {
         }
         Ok(report)
     }
+}
+
+/// An evaluation into `evaluations.csv`, TensorBoard and the progress display.
+fn log_eval(
+    e: &ember_algo::EvalPoint,
+    evals: &mut EvalLog,
+    tb: &mut EventWriter,
+    progress: &mut Progress,
+) -> Result<()> {
+    evals.append(&EvalRow {
+        env_steps: e.env_steps,
+        mean_return: e.mean_return,
+        std_return: e.std_return,
+        episodes: e.episodes as u64,
+    })?;
+    tb.scalars(
+        e.env_steps,
+        &[
+            ("eval/mean_return", e.mean_return),
+            ("eval/std_return", e.std_return),
+        ],
+    )?;
+    progress.eval(e.env_steps, e.mean_return);
+    Ok(())
 }
 
 /// The full state, atomically: a crash at any instant leaves the previous or this one.
