@@ -26,6 +26,15 @@ fn devices() -> Vec<DeviceSpec> {
     specs
 }
 
+/// Tests of this binary run one at a time: several seed the backends' global generators
+/// and then build networks from them, and two threads doing so at once would interleave
+/// their draws (the Adam test once compared flex with ndarray weights from two different
+/// draws).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn host(rows: usize, cols: usize, seed: u64) -> TensorData {
     let mut rng = EmberRng::seed_from(seed);
     let v: Vec<f32> = (0..rows * cols)
@@ -76,6 +85,7 @@ fn pair(device: &Device) -> (Mlp, Mlp) {
 
 #[test]
 fn forward_and_backward_agree_with_flex() {
+    let _serial = serial();
     for spec in devices() {
         let device = spec.autodiff_device().unwrap();
         let (reference, net) = pair(&device);
@@ -98,6 +108,7 @@ fn forward_and_backward_agree_with_flex() {
 
 #[test]
 fn adam_steps_agree_and_learn() {
+    let _serial = serial();
     for spec in devices() {
         let device = spec.autodiff_device().unwrap();
         let (_, mut net) = pair(&device);
@@ -139,6 +150,7 @@ fn adam_steps_agree_and_learn() {
 
 #[test]
 fn policy_sampling_statistics() {
+    let _serial = serial();
     for spec in devices() {
         let device = spec.device().unwrap();
         let mut policy = GaussianTanhPolicyConfig::new(3, 2)
@@ -193,6 +205,7 @@ fn policy_sampling_statistics() {
 
 #[test]
 fn fused_ensemble_equals_separate_critics() {
+    let _serial = serial();
     for spec in devices() {
         let device = spec.device().unwrap();
         let ens = CriticEnsembleConfig::new(2, 23, [64, 64])
@@ -233,6 +246,7 @@ fn fused_ensemble_equals_separate_critics() {
 
 #[test]
 fn safetensors_round_trip() {
+    let _serial = serial();
     for spec in devices() {
         let device = spec.device().unwrap();
         let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
@@ -267,6 +281,7 @@ fn safetensors_round_trip() {
 
 #[test]
 fn modules_move_between_backends_and_devices_are_checked() {
+    let _serial = serial();
     let flex = DeviceSpec::Flex.device().unwrap();
     let learner = GaussianTanhPolicyConfig::new(17, 6)
         .init(&flex.clone().autodiff())
