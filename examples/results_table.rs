@@ -44,9 +44,24 @@ const TASKS: &[Task] = &[
         zoo: Some("−76.6 @100k"),
     },
     Task {
+        algo: "PPO",
+        env: "CartPole-v1",
+        zoo: Some("500 @100k"),
+    },
+    Task {
+        algo: "PPO",
+        env: "Pendulum-v1",
+        zoo: Some("−172 @100k (gSDE)"),
+    },
+    Task {
         algo: "A2C",
         env: "CartPole-v1",
         zoo: Some("500 @500k"),
+    },
+    Task {
+        algo: "A2C",
+        env: "Pendulum-v1",
+        zoo: Some("−163 @1M (gSDE, normalized obs)"),
     },
     Task {
         algo: "REINFORCE",

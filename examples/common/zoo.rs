@@ -3,7 +3,7 @@
 //! zoo lacks, with fixed settings), on one device.
 
 use ember::algo::{
-    A2cConfig, Devices, DqnConfig, OffPolicyConfig, OffPolicyLearner, OnPolicyConfig,
+    A2cConfig, Devices, DqnConfig, OffPolicyConfig, OffPolicyLearner, OnPolicyConfig, PpoConfig,
     ReinforceConfig, ReplayKind, SacConfig, TrainReport, train_off_policy, train_on_policy,
 };
 use ember::core::{EmberRng, Error, Result, Space, Transition};
@@ -24,7 +24,7 @@ pub struct RunOptions {
 }
 
 /// The algorithms this runs, by the names the examples take.
-pub const ALGOS: &[&str] = &["sac", "dqn", "a2c", "reinforce"];
+pub const ALGOS: &[&str] = &["sac", "dqn", "ppo", "a2c", "reinforce"];
 
 fn eval_episodes(options: &RunOptions) -> usize {
     if options.evaluate { 10 } else { 0 }
@@ -66,6 +66,18 @@ pub fn run(
                 &devices,
             )?;
             off_policy(dqn, &mut env, env_id, trainer, options)
+        }
+        "ppo" => {
+            let (config, trainer, envs) = PpoConfig::zoo(env_id)?;
+            let mut env = SyncVecEnv::from_id(env_id, envs)?;
+            let mut ppo = config.build(
+                env.single_observation_space(),
+                env.single_action_space(),
+                &devices,
+            )?;
+            let trainer = on_policy_settings(trainer, options);
+            let eval = ember::env::factory(env_id)?;
+            train_on_policy(&mut ppo, &mut env, eval.as_ref(), &trainer)
         }
         "a2c" => {
             let (config, trainer, envs) = A2cConfig::zoo(env_id)?;

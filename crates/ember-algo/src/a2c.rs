@@ -1,5 +1,6 @@
 //! A2C (Mnih et al. 2016, synchronous): GAE(λ) advantages, value loss, entropy bonus,
-//! separate or shared trunks; SB3's defaults (RMSprop, `n_steps = 5`).
+//! separate or shared trunks; discrete (categorical) and continuous (Gaussian) actions;
+//! SB3's defaults (RMSprop, `n_steps = 5`, orthogonal initialisation).
 
 use crate::config::{Validate, check_hidden, check_open_closed, check_range};
 use crate::devices::Devices;
@@ -39,6 +40,14 @@ pub struct A2cConfig {
     pub normalize_advantage: bool,
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
+    /// SB3's `ortho_init`: orthogonal weights (gains √2, 0.01 for the policy output, 1 for
+    /// the value output), zero biases.
+    pub orthogonal_init: bool,
+    /// Initial `log σ` of the Gaussian policy (continuous action spaces).
+    pub log_std_init: f64,
+    /// Decay the learning rate linearly to 0 over the run's planned env steps (zoo's
+    /// `lin_7e-4`).
+    pub learning_rate_linear: bool,
     /// Seed of the weights and of the action sampling.
     pub seed: u64,
 }
@@ -58,6 +67,9 @@ impl Default for A2cConfig {
             max_grad_norm: 0.5,
             normalize_advantage: false,
             sync_every: 1,
+            orthogonal_init: true,
+            log_std_init: 0.0,
+            learning_rate_linear: false,
             seed: 0,
         }
     }
@@ -71,13 +83,15 @@ impl Validate for A2cConfig {
         check_range("gae_lambda", self.gae_lambda, 0.0, 1.0)?;
         check_range("ent_coef", self.ent_coef, 0.0, 1e6)?;
         check_range("vf_coef", self.vf_coef, 0.0, 1e6)?;
+        check_range("log_std_init", self.log_std_init, -20.0, 5.0)?;
         check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)
     }
 }
 
 impl A2cConfig {
     /// rl-baselines3-zoo's hyper-parameters for `env_id`, with the trainer settings and
-    /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 500k steps).
+    /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 500k steps),
+    /// `Pendulum-v1` (8 envs, 1M steps; zoo adds gSDE and observation normalisation).
     pub fn zoo(env_id: &str) -> Result<(A2cConfig, OnPolicyConfig, usize)> {
         match env_id {
             "CartPole-v1" => Ok((
@@ -89,15 +103,36 @@ impl A2cConfig {
                 },
                 8,
             )),
-            other => Err(Error::invalid("A2C zoo env id", other, "CartPole-v1")),
+            // zoo also normalises observations and uses gSDE here; neither is in this preset.
+            "Pendulum-v1" => Ok((
+                A2cConfig {
+                    gamma: 0.9,
+                    gae_lambda: 0.9,
+                    learning_rate_linear: true,
+                    log_std_init: -2.0,
+                    orthogonal_init: false,
+                    ..A2cConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 1_000_000,
+                    n_steps: 8,
+                    ..OnPolicyConfig::default()
+                },
+                8,
+            )),
+            other => Err(Error::invalid(
+                "A2C zoo env id",
+                other,
+                "CartPole-v1 or Pendulum-v1",
+            )),
         }
     }
 
-    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `devices.learn`,
+    /// The learner for `obs_space` → `action_space` (`Discrete` or `Box`), learning on `devices.learn`,
     /// acting on `devices.act`.
     ///
     /// # Errors
-    /// A config value out of range, or an action space that is not `Discrete`.
+    /// A config value out of range.
     pub fn build(
         &self,
         obs_space: &Space,
@@ -123,6 +158,11 @@ impl A2cConfig {
             },
             sync_every: self.sync_every,
             seed: self.seed,
+            orthogonal_init: self.orthogonal_init,
+            log_std_init: self.log_std_init,
+            squash: false,
+            learning_rate_linear: self.learning_rate_linear,
+            ppo: None,
         };
         PolicyGradient::new(settings, obs_space, action_space, devices)
     }

@@ -122,6 +122,12 @@ pub struct RolloutBatch {
     pub advantages: Vec<f32>,
     /// `[len]` value targets (returns).
     pub returns: Vec<f32>,
+    /// `[len]` `log π_old(a|s)` of the behaviour policy, recorded when it acted (empty when
+    /// the learner does not record them; PPO needs them).
+    pub log_probs: Vec<f32>,
+    /// `[len]` `V_old(s)` recorded when acting (empty when not recorded; PPO's value
+    /// clipping needs them).
+    pub values: Vec<f32>,
 }
 
 impl RolloutBatch {
@@ -148,6 +154,15 @@ impl RolloutBatch {
         Error::check_finite_rows("rollout.actions", &self.actions, act_dim)?;
         Error::check_finite_rows("rollout.advantages", &self.advantages, 1)?;
         Error::check_finite_rows("rollout.returns", &self.returns, 1)?;
+        for (name, column) in [
+            ("rollout.log_probs", &self.log_probs),
+            ("rollout.values", &self.values),
+        ] {
+            if !column.is_empty() {
+                Error::check_len(name, n, column.len())?;
+                Error::check_finite_rows(name, column, 1)?;
+            }
+        }
         Ok(())
     }
 }
@@ -170,9 +185,54 @@ pub fn check_discrete_actions(field: &str, actions: &[f32], n: usize) -> Result<
     }
 }
 
+/// What the behaviour policy recorded while acting for a rollout, per observation row
+/// (see [`OnPolicyLearner::act_rollout`]). Each field is either empty (not recorded) or
+/// complete.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ActingRecord {
+    /// `[rows, act_dim]` actions to train on when they differ from the ones the environment
+    /// gets (a Gaussian sample before it is clipped to the action box); empty: the
+    /// environment's actions.
+    pub stored_actions: Vec<f32>,
+    /// `[rows]` `log π(a|s)` of the chosen actions under the acting policy.
+    pub log_probs: Vec<f32>,
+    /// `[rows]` `V(s)` of the acting network.
+    pub values: Vec<f32>,
+}
+
+impl ActingRecord {
+    /// Empties every field.
+    pub fn clear(&mut self) {
+        self.stored_actions.clear();
+        self.log_probs.clear();
+        self.values.clear();
+    }
+}
+
 /// A learner for the on-policy trainer: one update from a rollout. The same contract as
 /// [`OffPolicyLearner`]: an error leaves it unchanged and usable.
 pub trait OnPolicyLearner: Agent {
+    /// Acts for a rollout (exploring) and records what the behaviour policy knew at that
+    /// moment: the log-probabilities of its actions and its value estimates, which stay
+    /// correct when the acting copy lags the learner. Default: [`Agent::act`] with nothing
+    /// recorded (the trainer then asks [`OnPolicyLearner::values`] after the rollout).
+    ///
+    /// # Errors
+    /// As [`Agent::act`].
+    fn act_rollout(
+        &mut self,
+        obs: &[f32],
+        out: &mut crate::agent::ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        record.clear();
+        self.act(obs, true, out)
+    }
+
+    /// Called before each update with the env steps so far (over every training call) and
+    /// the planned total (learning-rate and clip-range schedules). Default: nothing.
+    fn on_env_steps(&mut self, _env_steps: u64, _total_steps: u64) {}
+
     /// How advantages are computed for this learner.
     fn advantage_mode(&self) -> AdvantageMode;
 

@@ -15,8 +15,10 @@
 //!   β annealed) or return-weighted (episode-return scores, [`replay`]), with n-step
 //!   returns, built from a `[replay]` config section ([`ReplayConfig`]) or by hand.
 //! - Algorithms: [`Sac`] (fused twin critics, automatic temperature, parallel or
-//!   sequential update — see [`sac`] for the semantics), [`Dqn`] (double DQN), A2C and
-//!   REINFORCE ([`A2cConfig`], [`ReinforceConfig`] → [`PolicyGradient`]).
+//!   sequential update — see [`sac`] for the semantics), [`Dqn`] (double DQN), PPO, A2C
+//!   and REINFORCE ([`PpoConfig`], [`A2cConfig`], [`ReinforceConfig`] → [`PolicyGradient`],
+//!   discrete or continuous actions; the behaviour policy's log-probabilities and values
+//!   are recorded while acting, [`ActingRecord`]).
 //! - Configs are serde structs (`deny_unknown_fields`) with rl-baselines3-zoo presets
 //!   (`…Config::zoo(env_id)`), loadable from TOML with [`from_toml`]; validation errors name
 //!   the field and the allowed range.
@@ -79,6 +81,7 @@ mod off_policy;
 mod on_policy;
 mod optimizer;
 mod policy_gradient;
+mod ppo;
 mod reinforce;
 pub mod replay;
 mod report;
@@ -103,13 +106,14 @@ pub use dqn::{Dqn, DqnConfig};
 pub use ember_nn::Activation;
 pub use evaluate::{EvalResult, evaluate, evaluate_env};
 pub use learner::{
-    AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, Progress, RolloutBatch, Update,
-    check_discrete_actions,
+    ActingRecord, AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, Progress,
+    RolloutBatch, Update, check_discrete_actions,
 };
 pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};
 pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place};
 pub use policy_gradient::PolicyGradient;
+pub use ppo::PpoConfig;
 pub use reinforce::ReinforceConfig;
 pub use replay::{ReplayConfig, ReplayKind};
 pub use report::{EvalPoint, TrainReport};

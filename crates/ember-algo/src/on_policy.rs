@@ -5,7 +5,7 @@
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
-use crate::learner::{AdvantageMode, OnPolicyLearner, Progress, RolloutBatch};
+use crate::learner::{ActingRecord, AdvantageMode, OnPolicyLearner, Progress, RolloutBatch};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Error, Result};
@@ -60,7 +60,8 @@ impl Validate for OnPolicyConfig {
 
 /// One rollout as collected: `n_steps + 1` observation rows per env (time-major), and per
 /// step the action, reward, flags and whether the step was an autoreset step (not a real
-/// transition under next-step autoreset).
+/// transition under next-step autoreset); with the behaviour policy's log-probabilities
+/// and values when the learner records them (each complete or empty).
 #[derive(Debug, Default)]
 struct RolloutBuffer {
     obs: Vec<f32>,
@@ -69,6 +70,11 @@ struct RolloutBuffer {
     terminated: Vec<f32>,
     truncated: Vec<f32>,
     reset_step: Vec<bool>,
+    log_probs: Vec<f32>,
+    values: Vec<f32>,
+    /// Whether every step recorded log-probabilities / values so far.
+    has_log_probs: bool,
+    has_values: bool,
 }
 
 impl RolloutBuffer {
@@ -79,6 +85,39 @@ impl RolloutBuffer {
         self.terminated.clear();
         self.truncated.clear();
         self.reset_step.clear();
+        self.log_probs.clear();
+        self.values.clear();
+        self.has_log_probs = true;
+        self.has_values = true;
+    }
+
+    /// Keeps what the behaviour policy recorded for one vector step of `n` rows; a column
+    /// missing at any step is dropped for the whole rollout.
+    fn record(&mut self, record: &ActingRecord, n: usize) -> Result<()> {
+        for (name, column, has, out) in [
+            (
+                "recorded log-probabilities",
+                &record.log_probs,
+                &mut self.has_log_probs,
+                &mut self.log_probs,
+            ),
+            (
+                "recorded values",
+                &record.values,
+                &mut self.has_values,
+                &mut self.values,
+            ),
+        ] {
+            if column.is_empty() {
+                *has = false;
+            } else {
+                Error::check_len(name, n, column.len())?;
+            }
+            if *has {
+                out.extend_from_slice(column);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -119,6 +158,7 @@ pub struct OnPolicyTrainer<'a, L: OnPolicyLearner> {
     episodes: EpisodeTracker,
     report: TrainReport,
     buf: RolloutBuffer,
+    record: ActingRecord,
     batch: RolloutBatch,
     evals: EvalSchedule<'a>,
     checkpoints: Checkpointer,
@@ -172,6 +212,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             episodes: EpisodeTracker::new(n),
             report: TrainReport::default(),
             buf: RolloutBuffer::default(),
+            record: ActingRecord::default(),
             batch: RolloutBatch::default(),
             evals,
             checkpoints,
@@ -211,14 +252,29 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         for _ in 0..n_steps {
             buf.obs.extend_from_slice(&self.obs);
             let (learner, obs, actions) = (&mut *self.learner, &self.obs, &mut self.actions);
+            let record = &mut self.record;
             crate::guard::run_learner(
                 || "the learner's act".into(),
-                || learner.act(obs, true, actions),
+                || learner.act_rollout(obs, actions, record),
             )?;
+            buf.record(record, n)?;
+            let stored = &record.stored_actions;
+            if !stored.is_empty() {
+                Error::check_len(
+                    "recorded actions (rows × act_dim)",
+                    n * act_dim,
+                    stored.len(),
+                )?;
+            }
             let step = self.env.step(self.actions.as_vec_actions())?;
             for (i, resetting) in self.resetting.iter_mut().enumerate() {
-                self.actions.write_row(i, act_dim, &mut self.row);
-                buf.actions.extend_from_slice(&self.row);
+                if stored.is_empty() {
+                    self.actions.write_row(i, act_dim, &mut self.row);
+                    buf.actions.extend_from_slice(&self.row);
+                } else {
+                    buf.actions
+                        .extend_from_slice(&stored[i * act_dim..(i + 1) * act_dim]);
+                }
                 buf.rewards.push(step.rewards[i] as f32);
                 buf.terminated.push(step.terminated[i] as u8 as f32);
                 buf.truncated.push(step.truncated[i] as u8 as f32);
@@ -235,10 +291,26 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         self.report.env_steps += (n * n_steps) as u64;
         self.learner.progress().env_steps += (n * n_steps) as u64;
         let learner = &mut *self.learner;
-        let values = crate::guard::run_learner(
-            || "the learner's values".into(),
-            || learner.values(&buf.obs),
-        )?;
+        // Values recorded while acting need only the last observation's to bootstrap.
+        let values = if buf.has_values {
+            let last = crate::guard::run_learner(
+                || "the learner's values".into(),
+                || learner.values(&self.obs),
+            )?;
+            match last {
+                Some(v) => {
+                    Error::check_len("learner values (last observations)", n, v.len())?;
+                    buf.values.extend_from_slice(&v);
+                    Some(std::mem::take(&mut buf.values))
+                }
+                None => None,
+            }
+        } else {
+            crate::guard::run_learner(
+                || "the learner's values".into(),
+                || learner.values(&buf.obs),
+            )?
+        };
         advantages(
             learner.advantage_mode(),
             buf,
@@ -249,6 +321,9 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             &mut self.batch,
         )?;
         if self.batch.len > 0 {
+            let env_steps = learner.progress().env_steps;
+            let planned = env_steps - self.report.env_steps + self.config.total_steps;
+            learner.on_env_steps(env_steps, planned);
             let step = learner.progress().updates;
             let batch = &self.batch;
             self.report.last_metrics = crate::guard::run_learner(
@@ -417,7 +492,17 @@ fn advantages(
     out.actions.clear();
     out.advantages.clear();
     out.returns.clear();
+    out.log_probs.clear();
+    out.values.clear();
+    let log_probs =
+        (buf.has_log_probs && buf.log_probs.len() == steps_envs).then_some(&buf.log_probs);
     for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+        if let Some(lp) = log_probs {
+            out.log_probs.push(lp[i]);
+        }
+        if let Some(v) = values {
+            out.values.push(v[i]);
+        }
         out.len += 1;
         out.obs
             .extend_from_slice(&buf.obs[i * obs_dim..(i + 1) * obs_dim]);
@@ -441,6 +526,7 @@ mod tests {
             terminated: term.to_vec(),
             truncated: vec![0.0; rewards.len()],
             reset_step: reset.to_vec(),
+            ..RolloutBuffer::default()
         }
     }
 

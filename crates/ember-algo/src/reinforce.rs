@@ -71,11 +71,11 @@ impl Validate for ReinforceConfig {
 }
 
 impl ReinforceConfig {
-    /// The learner for `obs_space` → `action_space` (a `Discrete`), learning on `devices.learn`,
+    /// The learner for `obs_space` → `action_space` (`Discrete` or `Box`, a Gaussian policy), learning on `devices.learn`,
     /// acting on `devices.act`.
     ///
     /// # Errors
-    /// A config value out of range, or an action space that is not `Discrete`. Train it with rollouts long enough to contain whole episodes
+    /// A config value out of range. Train it with rollouts long enough to contain whole episodes
     /// (`n_steps` ≥ the episode limit): steps whose episode does not end inside a rollout
     /// are dropped.
     pub fn build(
@@ -103,6 +103,11 @@ impl ReinforceConfig {
             },
             sync_every: self.sync_every,
             seed: self.seed,
+            orthogonal_init: false,
+            log_std_init: 0.0,
+            squash: false,
+            learning_rate_linear: false,
+            ppo: None,
         };
         PolicyGradient::new(settings, obs_space, action_space, devices)
     }

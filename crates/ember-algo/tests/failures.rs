@@ -7,8 +7,8 @@ mod common;
 
 use ember_algo::{
     A2cConfig, ActionBuf, Agent, CheckpointConfig, Dqn, DqnConfig, OffPolicyConfig,
-    OffPolicyLearner, OnPolicyLearner, PolicyGradient, Progress, ReinforceConfig, RolloutBatch,
-    Sac, SacConfig, Update, UpdateSchedule, faults,
+    OffPolicyLearner, OnPolicyLearner, PolicyGradient, PpoConfig, Progress, ReinforceConfig,
+    RolloutBatch, Sac, SacConfig, Update, UpdateSchedule, faults,
 };
 use ember_core::{Batch, BoxSpace, Discrete, EmberRng, Error, Result, Space};
 use ember_env::{SyncVecEnv, VecEnv};
@@ -197,10 +197,12 @@ fn rollout(rng: &mut EmberRng, n: usize) -> RolloutBatch {
         actions: (0..n).map(|_| rng.below(2) as f32).collect(),
         advantages: (0..n).map(|_| rng.next_f64() as f32 - 0.5).collect(),
         returns: (0..n).map(|_| rng.next_f64() as f32).collect(),
+        log_probs: (0..n).map(|_| -(rng.next_f64() as f32)).collect(),
+        values: (0..n).map(|_| rng.next_f64() as f32).collect(),
     }
 }
 
-fn on_policy_failures(name: &str, learner: &mut PolicyGradient) {
+fn on_policy_failures(name: &str, learner: &mut PolicyGradient, site: &'static str) {
     let mut rng = EmberRng::seed_from(4);
     let state = |l: &PolicyGradient| common::bits(l.net());
     learner.update(&rollout(&mut rng, 8), 0).unwrap();
@@ -219,6 +221,17 @@ fn on_policy_failures(name: &str, learner: &mut PolicyGradient) {
     b.advantages[1] = f32::MAX;
     cases.push(("loss is", b));
     cases.push(("rollout.len", RolloutBatch::default()));
+    let mut b = rollout(&mut rng, 8);
+    b.log_probs[3] = f32::INFINITY;
+    cases.push(("rollout.log_probs[row 3]", b));
+    let mut b = rollout(&mut rng, 8);
+    b.values.truncate(5);
+    cases.push(("rollout.values", b));
+    if name == "PPO" {
+        let mut b = rollout(&mut rng, 8);
+        b.log_probs.clear();
+        cases.push(("rollout.log_probs", b));
+    }
     for (what, batch) in &cases {
         let before = state(learner);
         let e = learner.update(batch, 1).unwrap_err().to_string();
@@ -230,7 +243,7 @@ fn on_policy_failures(name: &str, learner: &mut PolicyGradient) {
         );
     }
     let before = state(learner);
-    faults::arm("policy_gradient.step");
+    faults::arm(site);
     let e = Error::catch(
         || "update".into(),
         || learner.update(&rollout(&mut rng, 8), 1),
@@ -250,11 +263,20 @@ fn a2c_and_reinforce_survive_every_failure() {
     let mut a2c = A2cConfig::default()
         .build(&obs_space(), &act, &devices)
         .unwrap();
-    on_policy_failures("A2C", &mut a2c);
+    on_policy_failures("A2C", &mut a2c, "policy_gradient.step");
     let mut reinforce = ReinforceConfig::default()
         .build(&obs_space(), &act, &devices)
         .unwrap();
-    on_policy_failures("REINFORCE", &mut reinforce);
+    on_policy_failures("REINFORCE", &mut reinforce, "policy_gradient.step");
+    // PPO takes many steps per update: the fault fires after the first minibatch's step,
+    // and the learner must still be as before the update.
+    let mut ppo = PpoConfig {
+        batch_size: 4,
+        ..PpoConfig::default()
+    }
+    .build(&obs_space(), &act, &devices)
+    .unwrap();
+    on_policy_failures("PPO", &mut ppo, "ppo.after_minibatch_step");
 }
 
 /// A user's learner wrapping DQN: it panics in its `update` when told to, and offers no

@@ -1,9 +1,13 @@
-//! The policy-gradient learner's variants train end to end: A2C with a shared trunk, and
-//! REINFORCE without a baseline; a continuous action space is refused with a clear error.
+//! The policy-gradient learner's variants train end to end: A2C with a shared trunk,
+//! REINFORCE without a baseline, continuous A2C / REINFORCE / PPO (plain and squashed
+//! Gaussians); the log-probabilities recorded while acting are the acting policy's.
 
 mod common;
 
-use ember_algo::{A2cConfig, OnPolicyConfig, ReinforceConfig};
+use ember_algo::{
+    A2cConfig, ActingRecord, ActionBuf, OnPolicyConfig, OnPolicyLearner, PolicyGradient, PpoConfig,
+    ReinforceConfig,
+};
 use ember_env::{SyncVecEnv, VecEnv};
 
 fn trainer() -> OnPolicyConfig {
@@ -50,19 +54,123 @@ fn a2c_with_a_shared_trunk_and_reinforce_without_baseline_train() {
 }
 
 #[test]
-fn continuous_actions_are_refused_by_name() {
+fn continuous_policies_train_and_act_inside_the_box() {
     let device = ember_backend::DeviceSpec::Flex.device().unwrap();
-    let env = SyncVecEnv::from_id("Pendulum-v1", 1).unwrap();
-    let e = A2cConfig::default()
-        .build(
-            env.single_observation_space(),
-            env.single_action_space(),
-            &ember_algo::Devices::same(&device),
-        )
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("A2C action space") && e.contains("Discrete"),
-        "{e}"
+    let devices = ember_algo::Devices::same(&device);
+    let mut env = SyncVecEnv::from_id("Pendulum-v1", 2).unwrap();
+    let (o, a) = (
+        env.single_observation_space().clone(),
+        env.single_action_space().clone(),
     );
+    let learners: Vec<(&str, PolicyGradient)> = vec![
+        ("A2C", A2cConfig::default().build(&o, &a, &devices).unwrap()),
+        (
+            "REINFORCE",
+            ReinforceConfig::default().build(&o, &a, &devices).unwrap(),
+        ),
+        ("PPO", PpoConfig::default().build(&o, &a, &devices).unwrap()),
+        (
+            "PPO squashed",
+            PpoConfig {
+                squash_output: true,
+                clip_range_vf: Some(0.2),
+                target_kl: Some(0.01),
+                ..PpoConfig::default()
+            }
+            .build(&o, &a, &devices)
+            .unwrap(),
+        ),
+    ];
+    for (name, mut learner) in learners {
+        let report = common::train_on(&mut learner, &mut env, "Pendulum-v1", &trainer()).unwrap();
+        assert!(report.updates >= 1, "{name}");
+        assert!(
+            report.last_metrics.get("policy_loss").unwrap().is_finite(),
+            "{name}"
+        );
+        // Log σ = 0: a third of the raw samples fall outside [-2, 2]; the env gets them clipped.
+        let obs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut out = ActionBuf::Continuous(Vec::new());
+        let mut record = ActingRecord::default();
+        learner.act_rollout(&obs, &mut out, &mut record).unwrap();
+        let ActionBuf::Continuous(acts) = &out else {
+            unreachable!()
+        };
+        assert_eq!(
+            (acts.len(), record.log_probs.len(), record.values.len()),
+            (100, 100, 100)
+        );
+        assert!(acts.iter().all(|x| x.abs() <= 2.0), "{name}: {acts:?}");
+        if name.ends_with("squashed") {
+            assert_eq!(
+                &record.stored_actions, acts,
+                "{name}: squashed samples need no clip"
+            );
+        } else {
+            assert!(
+                record.stored_actions.iter().any(|x| x.abs() > 2.0),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn recorded_log_probs_belong_to_the_acting_policy_even_when_it_lags() {
+    let device = ember_backend::DeviceSpec::Flex.device().unwrap();
+    for space in ["CartPole-v1", "Pendulum-v1"] {
+        let mut env = SyncVecEnv::from_id(space, 2).unwrap();
+        let (o, a) = (
+            env.single_observation_space().clone(),
+            env.single_action_space().clone(),
+        );
+        let mut ppo = PpoConfig {
+            sync_every: 1_000,
+            learning_rate: 1e-2,
+            ..PpoConfig::default()
+        }
+        .build(&o, &a, &ember_algo::Devices::same(&device))
+        .unwrap();
+        let acting = ppo.net().clone();
+        let report = common::train_on(&mut ppo, &mut env, space, &trainer()).unwrap();
+        assert_eq!(report.updates, 4);
+        let rows = 16;
+        let obs: Vec<f32> = (0..rows * o.flat_dim())
+            .map(|i| (i as f32 * 0.61).cos())
+            .collect();
+        let mut out = ActionBuf::for_space(&a);
+        let mut record = ActingRecord::default();
+        ppo.act_rollout(&obs, &mut out, &mut record).unwrap();
+        let w = ember_algo::stored_action_dim(&a);
+        let stored = if record.stored_actions.is_empty() {
+            let mut v = Vec::new();
+            let mut row = Vec::new();
+            for i in 0..rows {
+                out.write_row(i, w, &mut row);
+                v.extend_from_slice(&row);
+            }
+            v
+        } else {
+            record.stored_actions.clone()
+        };
+        let log_prob = |net: &ember_nn::ActorCriticNet| -> Vec<f32> {
+            let x = ember_algo::tensors::matrix(&obs, rows, o.flat_dim(), &device);
+            let acts = ember_algo::tensors::matrix(&stored, rows, w, &device);
+            ember_algo::tensors::host(burn::module::Module::valid(net).evaluate(x, acts).log_prob)
+        };
+        let (behaviour, learner) = (log_prob(&acting), log_prob(ppo.net()));
+        for (r, (got, want)) in record.log_probs.iter().zip(&behaviour).enumerate() {
+            assert!(
+                (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                "{space} row {r}: {got} vs {want}"
+            );
+        }
+        assert!(
+            behaviour
+                .iter()
+                .zip(&learner)
+                .any(|(b, l)| (b - l).abs() > 1e-3),
+            "{space}: the learner moved away from the acting copy"
+        );
+    }
 }

@@ -34,7 +34,7 @@ mod sac;
 mod td;
 
 pub use check::checked_loss;
-pub use policy_gradient::{entropy_loss, policy_gradient_loss};
+pub use policy_gradient::{clipped_values, entropy_loss, policy_gradient_loss, ppo_clip_loss};
 pub use regression::{huber, huber_weighted, mse, mse_weighted};
 pub use returns::{Rollout, discounted_returns, gae};
 pub use sac::{

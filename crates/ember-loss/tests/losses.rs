@@ -119,6 +119,38 @@ fn policy_gradient_and_entropy() {
 }
 
 #[test]
+fn ppo_surrogate_clips_the_ratio_only_where_it_would_gain() {
+    let ln = |x: f32| x.ln();
+    // Ratios 1.5 (A = 2: clipped to 1.2 → 2.4), 1.5 (A = −1: unclipped −1.5 is lower),
+    // 0.5 (A = 1: unclipped 0.5 is lower), 0.5 (A = −2: clipped 0.8 → −1.6).
+    let logp = col(&[ln(1.5), ln(1.5), ln(0.5), ln(0.5)]);
+    let old = col(&[0.0; 4]);
+    let (loss, ratio) = ppo_clip_loss(logp, old, col(&[2.0, -1.0, 1.0, -2.0]), 0.2);
+    close(&vals(ratio), &[1.5, 1.5, 0.5, 0.5]);
+    close(&vals(loss), &[-(2.4 - 1.5 + 0.5 - 1.6) / 4.0]);
+    // The gradient flows only through the unclipped terms: d/dlogp_i = −r_i A_i / 4 there.
+    let ad = ember_backend::DeviceSpec::Flex.device().unwrap().autodiff();
+    let logp = Tensor::<2>::from_data(
+        TensorData::new(vec![ln(1.5), ln(1.5), ln(0.5), ln(0.5)], [4, 1]),
+        &ad,
+    )
+    .require_grad();
+    let adv = Tensor::<2>::from_data(TensorData::new(vec![2.0f32, -1.0, 1.0, -2.0], [4, 1]), &ad);
+    let (loss, _) = ppo_clip_loss(logp.clone(), Tensor::zeros([4, 1], &ad), adv, 0.2);
+    let g = vals(logp.grad(&loss.backward()).unwrap());
+    close(&g, &[0.0, 1.5 / 4.0, -0.5 / 4.0, 0.0]);
+    // Value clipping keeps V within ε of the old value.
+    close(
+        &vals(clipped_values(
+            col(&[1.0, 5.0, 2.05]),
+            col(&[2.0, 2.0, 2.0]),
+            0.5,
+        )),
+        &[1.5, 2.5, 2.05],
+    );
+}
+
+#[test]
 fn returns_respect_terminated_and_truncated() {
     // One env, 4 steps, γ = 0.5: terminate after step 1, truncate after step 3 (V(final) = 8).
     let r = Rollout {

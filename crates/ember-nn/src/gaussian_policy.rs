@@ -235,6 +235,22 @@ impl GaussianTanhPolicy {
         (self.squash(tanh(u)), log_prob)
     }
 
+    /// `log π(a|s)` `[batch, 1]` of given actions `[batch, act_dim]` inside the box (the
+    /// inverse of the squashing, clamped at the bounds; see [`crate::distributions`]). The
+    /// tanh-Gaussian has no closed-form entropy: `−log π` of a [`GaussianTanhPolicy::sample`]
+    /// estimates it.
+    pub fn log_prob(&self, obs: Tensor<2>, actions: Tensor<2>) -> Tensor<2> {
+        use crate::distributions::{gaussian_log_prob, tanh_log_det, unsquash};
+        let (mean, log_std) = self.forward(obs);
+        let device = mean.device();
+        let row = |v: &Vec<f32>| {
+            Tensor::<2>::from_data(TensorData::new(v.clone(), [1, self.act_dim]), &device)
+        };
+        let u = unsquash(actions, row(&self.scale), row(&self.bias));
+        let scale_log: f64 = self.scale.iter().map(|&s| (s as f64).ln()).sum();
+        (gaussian_log_prob(mean, log_std, u.clone()) - tanh_log_det(u)).sub_scalar(scale_log)
+    }
+
     fn squash(&self, a: Tensor<2>) -> Tensor<2> {
         let unit_scale = self.scale.iter().all(|&s| s == 1.0);
         let zero_bias = self.bias.iter().all(|&b| b == 0.0);

@@ -6,8 +6,10 @@
 //! - [`Mlp`] (sizes, activation, optional layer norm).
 //! - [`GaussianTanhPolicy`] (SAC's actor: reparameterised samples, log-probabilities with
 //!   the tanh correction, deterministic mode) and [`CategoricalPolicy`].
-//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`]; [`ActorCriticNet`] (logits and a value
-//!   head, separate or on a shared trunk); SAC's learnable [`Temperature`].
+//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`]; [`ActorCriticNet`] (a categorical,
+//!   Gaussian or tanh-Gaussian policy and a value head, separate or on a shared trunk, with
+//!   log-probabilities and entropies of given actions); SAC's learnable [`Temperature`].
+//! - [`distributions`]: the log-probability and entropy formulas, on tensors and on the host.
 //! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
 //! - [`hard_target`] and [`polyak_update`] for target networks.
 //! - [`noise`]: host-side noise so the same seed acts the same on every backend.
@@ -35,6 +37,7 @@
 
 mod actor_critic;
 mod categorical_policy;
+pub mod distributions;
 mod ensemble;
 mod frozen;
 mod gaussian_policy;
@@ -44,7 +47,7 @@ mod target;
 mod temperature;
 mod value;
 
-pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig};
+pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyEval, PolicyHead};
 pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
 pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};

@@ -1,7 +1,7 @@
 //! A multi-layer perceptron with a choice of activation and optional layer norm.
 
-use burn::module::Module;
-use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::module::{Module, Param};
+use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{relu, tanh};
 use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
@@ -36,6 +36,10 @@ pub struct MlpConfig {
     pub activation: Activation,
     /// Layer norm after every hidden linear layer, before the activation.
     pub layer_norm: bool,
+    /// Orthogonal weights with these gains `(hidden layers, output layer)` and zero biases
+    /// (SB3's `ortho_init` for A2C / PPO: `(√2, 0.01)` for a policy, `(√2, 1)` for a value
+    /// network); `None`: burn's default (Kaiming-uniform, like PyTorch's `Linear`).
+    pub orthogonal: Option<(f64, f64)>,
 }
 
 impl MlpConfig {
@@ -45,7 +49,14 @@ impl MlpConfig {
             sizes: sizes.into(),
             activation: Activation::Relu,
             layer_norm: false,
+            orthogonal: None,
         }
+    }
+
+    /// Orthogonal weights with gains `(hidden, output)` and zero biases (see the field).
+    pub fn with_orthogonal(mut self, gains: Option<(f64, f64)>) -> Self {
+        self.orthogonal = gains;
+        self
     }
 
     /// Sets the activation.
@@ -79,10 +90,23 @@ impl MlpConfig {
     /// lazily otherwise, and clones made before first use would share pending state).
     pub fn init(&self, device: &Device) -> Result<Mlp> {
         self.validate()?;
+        let last = self.sizes.len() - 2;
         let layers: Vec<Linear> = self
             .sizes
             .windows(2)
-            .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+            .enumerate()
+            .map(|(i, w)| match self.orthogonal {
+                None => LinearConfig::new(w[0], w[1]).init(device),
+                Some((hidden, output)) => {
+                    let gain = if i == last { output } else { hidden };
+                    let mut layer = LinearConfig::new(w[0], w[1])
+                        .with_initializer(Initializer::Orthogonal { gain })
+                        .with_bias(false)
+                        .init(device);
+                    layer.bias = Some(Param::from_tensor(Tensor::zeros([w[1]], device)));
+                    layer
+                }
+            })
             .collect();
         let norms = if self.layer_norm {
             self.sizes[1..self.sizes.len() - 1]

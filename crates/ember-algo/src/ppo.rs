@@ -1,0 +1,221 @@
+//! PPO (Schulman et al. 2017) as Stable-Baselines3 implements it: GAE(λ) advantages from
+//! the values recorded while acting, `n_epochs` passes over each rollout in shuffled
+//! minibatches, the clipped surrogate with per-minibatch advantage normalisation, optional
+//! value clipping, an entropy bonus, gradient-norm clipping, an optional target-KL early
+//! stop and linear learning-rate / clip-range decay; discrete (categorical) and continuous
+//! (Gaussian, optionally tanh-squashed) actions. Observation normalisation comes from the
+//! environment wrappers (`ember_env::NormalizeObservation`), not from the learner.
+
+use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
+use crate::devices::Devices;
+use crate::learner::AdvantageMode;
+use crate::on_policy::OnPolicyConfig;
+use crate::optimizer::OptimizerKind;
+use crate::policy_gradient::{PgSettings, PolicyGradient, PpoSettings};
+use ember_core::{Error, Result, Space};
+use ember_nn::Activation;
+use serde::{Deserialize, Serialize};
+
+/// PPO hyper-parameters (SB3 / rl-baselines3-zoo names and defaults). The rollout length
+/// `n_steps` is the trainer's ([`OnPolicyConfig::n_steps`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PpoConfig {
+    /// Hidden widths of the policy and value networks (or of the shared trunk).
+    pub hidden: Vec<usize>,
+    /// Hidden nonlinearity.
+    pub activation: Activation,
+    /// One trunk with two heads instead of two networks.
+    pub shared_trunk: bool,
+    /// SB3's `ortho_init` (gains √2, 0.01 on the policy output, 1 on the value output).
+    pub orthogonal_init: bool,
+    /// Initial `log σ` of the Gaussian policy (continuous action spaces).
+    pub log_std_init: f64,
+    /// A tanh-squashed Gaussian whose actions stay inside the box, instead of a plain
+    /// Gaussian whose samples are clipped to it (SB3's `squash_output`).
+    pub squash_output: bool,
+    /// Learning rate (Adam).
+    pub learning_rate: f64,
+    /// Decay the learning rate linearly to 0 over the run (zoo's `lin_…`).
+    pub learning_rate_linear: bool,
+    /// Minibatch size.
+    pub batch_size: usize,
+    /// Passes over each rollout.
+    pub n_epochs: usize,
+    /// Discount γ in `[0, 1]`.
+    pub gamma: f64,
+    /// GAE λ in `[0, 1]`.
+    pub gae_lambda: f64,
+    /// Clip range ε of the probability ratio.
+    pub clip_range: f64,
+    /// Decay the clip range linearly to 0 over the run (zoo's `lin_0.2`).
+    pub clip_range_linear: bool,
+    /// Clip the value prediction to within this of the value recorded while acting
+    /// (`None`: no value clipping).
+    pub clip_range_vf: Option<f64>,
+    /// Standardise advantages per minibatch.
+    pub normalize_advantage: bool,
+    /// Entropy bonus coefficient (≥ 0).
+    pub ent_coef: f64,
+    /// Value loss coefficient (≥ 0).
+    pub vf_coef: f64,
+    /// Clip the gradient's global norm to this (0: no clipping).
+    pub max_grad_norm: f64,
+    /// Stop a rollout's epochs once the approximate KL divergence exceeds 1.5 × this
+    /// (`None`: never).
+    pub target_kl: Option<f64>,
+    /// Refresh the acting copy every this many updates (rollouts).
+    pub sync_every: u64,
+    /// Seed of the weights, the action sampling and the minibatch shuffles.
+    pub seed: u64,
+}
+
+impl Default for PpoConfig {
+    fn default() -> Self {
+        PpoConfig {
+            hidden: vec![64, 64],
+            activation: Activation::Tanh,
+            shared_trunk: false,
+            orthogonal_init: true,
+            log_std_init: 0.0,
+            squash_output: false,
+            learning_rate: 3e-4,
+            learning_rate_linear: false,
+            batch_size: 64,
+            n_epochs: 10,
+            gamma: 0.99,
+            gae_lambda: 0.95,
+            clip_range: 0.2,
+            clip_range_linear: false,
+            clip_range_vf: None,
+            normalize_advantage: true,
+            ent_coef: 0.0,
+            vf_coef: 0.5,
+            max_grad_norm: 0.5,
+            target_kl: None,
+            sync_every: 1,
+            seed: 0,
+        }
+    }
+}
+
+impl Validate for PpoConfig {
+    fn validate(&self) -> Result<()> {
+        check_hidden("hidden", &self.hidden)?;
+        check_range("log_std_init", self.log_std_init, -20.0, 5.0)?;
+        check_open_closed("learning_rate", self.learning_rate, 0.0, 1.0)?;
+        check_positive("batch_size", self.batch_size)?;
+        check_positive("n_epochs", self.n_epochs)?;
+        check_range("gamma", self.gamma, 0.0, 1.0)?;
+        check_range("gae_lambda", self.gae_lambda, 0.0, 1.0)?;
+        check_open_closed("clip_range", self.clip_range, 0.0, 10.0)?;
+        if let Some(c) = self.clip_range_vf {
+            check_open_closed("clip_range_vf", c, 0.0, 1e9)?;
+        }
+        if let Some(t) = self.target_kl {
+            check_open_closed("target_kl", t, 0.0, 1e9)?;
+        }
+        check_range("ent_coef", self.ent_coef, 0.0, 1e6)?;
+        check_range("vf_coef", self.vf_coef, 0.0, 1e6)?;
+        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)
+    }
+}
+
+impl PpoConfig {
+    /// rl-baselines3-zoo's hyper-parameters for `env_id`, with the trainer settings and
+    /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 100k steps),
+    /// `Pendulum-v1` (4 envs, 100k steps; zoo adds gSDE, which this learner does not have).
+    ///
+    /// # Errors
+    /// An env id without a preset.
+    pub fn zoo(env_id: &str) -> Result<(PpoConfig, OnPolicyConfig, usize)> {
+        match env_id {
+            "CartPole-v1" => Ok((
+                PpoConfig {
+                    learning_rate: 1e-3,
+                    learning_rate_linear: true,
+                    batch_size: 256,
+                    n_epochs: 20,
+                    gamma: 0.98,
+                    gae_lambda: 0.8,
+                    clip_range: 0.2,
+                    clip_range_linear: true,
+                    ..PpoConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 100_000,
+                    n_steps: 32,
+                    ..OnPolicyConfig::default()
+                },
+                8,
+            )),
+            "Pendulum-v1" => Ok((
+                PpoConfig {
+                    learning_rate: 1e-3,
+                    n_epochs: 10,
+                    gamma: 0.9,
+                    gae_lambda: 0.95,
+                    clip_range: 0.2,
+                    ..PpoConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 100_000,
+                    n_steps: 1024,
+                    ..OnPolicyConfig::default()
+                },
+                4,
+            )),
+            other => Err(Error::invalid(
+                "PPO zoo env id",
+                other,
+                "CartPole-v1 or Pendulum-v1",
+            )),
+        }
+    }
+
+    /// The learner for `obs_space` → `action_space` (`Discrete` or `Box`), learning on
+    /// `devices.learn`, acting on `devices.act`.
+    ///
+    /// # Errors
+    /// A config value out of range.
+    pub fn build(
+        &self,
+        obs_space: &Space,
+        action_space: &Space,
+        devices: &Devices,
+    ) -> Result<PolicyGradient> {
+        self.validate()?;
+        let settings = PgSettings {
+            name: "PPO",
+            hidden: self.hidden.clone(),
+            activation: self.activation,
+            shared_trunk: self.shared_trunk,
+            value: true,
+            orthogonal_init: self.orthogonal_init,
+            log_std_init: self.log_std_init,
+            squash: self.squash_output,
+            learning_rate: self.learning_rate,
+            learning_rate_linear: self.learning_rate_linear,
+            optimizer: OptimizerKind::Adam,
+            max_grad_norm: self.max_grad_norm,
+            ent_coef: self.ent_coef,
+            vf_coef: self.vf_coef,
+            normalize_advantage: self.normalize_advantage,
+            mode: AdvantageMode::Gae {
+                gamma: self.gamma as f32,
+                lambda: self.gae_lambda as f32,
+            },
+            sync_every: self.sync_every,
+            seed: self.seed,
+            ppo: Some(PpoSettings {
+                n_epochs: self.n_epochs,
+                batch_size: self.batch_size,
+                clip_range: self.clip_range,
+                clip_range_linear: self.clip_range_linear,
+                clip_range_vf: self.clip_range_vf,
+                target_kl: self.target_kl,
+            }),
+        };
+        PolicyGradient::new(settings, obs_space, action_space, devices)
+    }
+}
