@@ -12,7 +12,7 @@ pub enum AnyLearner {
     Sac(Box<Sac>),
     /// DQN.
     Dqn(Box<Dqn>),
-    /// A2C or REINFORCE.
+    /// PPO, A2C or REINFORCE.
     PolicyGradient(Box<PolicyGradient>),
 }
 
@@ -53,6 +53,14 @@ impl AnyLearner {
             "dqn" => AnyLearner::Dqn(Box::new(
                 config
                     .dqn
+                    .as_ref()
+                    .ok_or_else(missing)?
+                    .build(obs, act, devices)
+                    .with_context(what)?,
+            )),
+            "ppo" => AnyLearner::PolicyGradient(Box::new(
+                config
+                    .ppo
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
@@ -111,6 +119,13 @@ pub fn metric_names(algo: &str) -> &'static [&'static str] {
     match algo {
         "sac" => &["critic_loss", "actor_loss", "alpha_loss", "alpha"],
         "dqn" => &["loss", "epsilon"],
+        "ppo" => &[
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "clip_fraction",
+        ],
         _ => &["policy_loss", "value_loss", "entropy"],
     }
 }

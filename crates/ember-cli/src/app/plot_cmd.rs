@@ -32,6 +32,9 @@ fn key(config: &RunConfig) -> String {
     if let Some(a) = &mut c.dqn {
         a.seed = 0;
     }
+    if let Some(a) = &mut c.ppo {
+        a.seed = 0;
+    }
     if let Some(a) = &mut c.a2c {
         a.seed = 0;
     }

@@ -5,18 +5,19 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use ember_algo::{
-    A2cConfig, DqnConfig, OffPolicyConfig, OnPolicyConfig, ReinforceConfig, SacConfig, Validate,
+    A2cConfig, DqnConfig, OffPolicyConfig, OnPolicyConfig, PpoConfig, ReinforceConfig, SacConfig,
+    Validate,
 };
 use serde::{Deserialize, Serialize};
 
 /// The algorithms `ember train` knows.
-pub const ALGOS: [&str; 4] = ["sac", "dqn", "a2c", "reinforce"];
+pub const ALGOS: [&str; 5] = ["sac", "dqn", "ppo", "a2c", "reinforce"];
 
 /// Everything a run is, as `config.toml` holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// `sac`, `dqn`, `a2c` or `reinforce`.
+    /// `sac`, `dqn`, `ppo`, `a2c` or `reinforce`.
     pub algo: String,
     /// A registered environment id.
     pub env: String,
@@ -31,7 +32,7 @@ pub struct RunConfig {
     /// The off-policy trainer (SAC, DQN).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_policy: Option<OffPolicyConfig>,
-    /// The on-policy trainer (A2C, REINFORCE).
+    /// The on-policy trainer (PPO, A2C, REINFORCE).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_policy: Option<OnPolicyConfig>,
     /// SAC's settings.
@@ -40,6 +41,9 @@ pub struct RunConfig {
     /// DQN's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dqn: Option<DqnConfig>,
+    /// PPO's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ppo: Option<PpoConfig>,
     /// A2C's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a2c: Option<A2cConfig>,
@@ -73,6 +77,7 @@ impl RunConfig {
             on_policy: None,
             sac: None,
             dqn: None,
+            ppo: None,
             a2c: None,
             reinforce: None,
         };
@@ -101,6 +106,24 @@ impl RunConfig {
                 };
                 run.dqn = Some(a);
                 run.off_policy = Some(t);
+                s
+            }
+            "ppo" => {
+                let (a, t, n, s) = match PpoConfig::zoo(env) {
+                    Ok((a, t, n)) => (a, t, n, PresetSource::Zoo),
+                    Err(_) => (
+                        PpoConfig::default(),
+                        OnPolicyConfig {
+                            n_steps: 2048,
+                            ..OnPolicyConfig::default()
+                        },
+                        1,
+                        PresetSource::Defaults,
+                    ),
+                };
+                run.ppo = Some(a);
+                run.on_policy = Some(t);
+                run.num_envs = n;
                 s
             }
             "a2c" => {
@@ -296,6 +319,7 @@ impl RunConfig {
         let present = [
             ("sac", self.sac.is_some()),
             ("dqn", self.dqn.is_some()),
+            ("ppo", self.ppo.is_some()),
             ("a2c", self.a2c.is_some()),
             ("reinforce", self.reinforce.is_some()),
         ];
@@ -326,6 +350,9 @@ impl RunConfig {
             c.validate()?;
         }
         if let Some(c) = &self.dqn {
+            c.validate()?;
+        }
+        if let Some(c) = &self.ppo {
             c.validate()?;
         }
         if let Some(c) = &self.a2c {
