@@ -218,3 +218,27 @@ fn act_host_split_over_threads_gives_the_same_actions() {
     assert_eq!(a, b, "row blocks on other threads changed the actions");
     assert_eq!(config.with_row_threads(0).row_threads, 1);
 }
+
+#[test]
+fn host_tanh_matches_tanh_to_one_ulp_of_one() {
+    for d in [dev(), dev().autodiff()] {
+        let xs: Vec<f32> = (-4000..=4000)
+            .map(|i| i as f32 / 400.0)
+            .chain([1e-6, -1e-6, 60.0, -60.0, 1e4])
+            .collect();
+        let n = xs.len();
+        let x = Tensor::<2>::from_data(TensorData::new(xs.clone(), [1, n]), &d);
+        let fast = vals(Activation::Tanh.apply(x));
+        let mut differ = 0;
+        for (x, y) in xs.iter().zip(&fast) {
+            assert!(
+                (y - x.tanh()).abs() <= 2.4e-7,
+                "tanh({x}): {y} vs {}",
+                x.tanh()
+            );
+            differ += (*y != x.tanh()) as usize;
+        }
+        // The sigmoid form ran (bits differ somewhere), not the library's tanh.
+        assert!(differ > 0);
+    }
+}

@@ -1,0 +1,59 @@
+"""Stable-Baselines3 reference for end-to-end training speed, with rl-baselines3-zoo's
+hyper-parameters, to compare with Ember's `train_speed` example in the same window.
+
+  ppo CartPole-v1: 8 envs (DummyVecEnv), n_steps 32, batch 256, 20 epochs, gamma 0.98,
+                   GAE 0.8, learning rate lin_1e-3, clip range lin_0.2, MlpPolicy 64x64 tanh
+  sac Pendulum-v1: 1 env, learning rate 1e-3, otherwise SAC's defaults (buffer 1M,
+                   learning_starts 100, batch 256, train_freq 1, MlpPolicy 256x256)
+
+No evaluation, no logging: the timed part is `model.learn(STEPS)` alone.
+
+Run: .venv-torch/bin/python benches/reference/sb3_train.py ALGO ENV STEPS [--threads N]
+Prints `algo=… env=… threads=N env_steps=… wall_s=… env_steps_per_s=…`.
+"""
+
+import argparse
+import time
+
+import torch
+
+
+def linear(start):
+    return lambda progress_remaining: progress_remaining * start
+
+
+def build(algo, env_id, seed):
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.env_util import make_vec_env
+
+    if algo == "ppo" and env_id == "CartPole-v1":
+        env = make_vec_env(env_id, n_envs=8, seed=seed)
+        return PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
+                   n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
+                   clip_range=linear(0.2), seed=seed, device="cpu", verbose=0)
+    if algo == "sac" and env_id == "Pendulum-v1":
+        env = make_vec_env(env_id, n_envs=1, seed=seed)
+        return SAC("MlpPolicy", env, learning_rate=1e-3, seed=seed, device="cpu", verbose=0)
+    raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("algo")
+    parser.add_argument("env")
+    parser.add_argument("steps", type=int)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model = build(args.algo, args.env, args.seed)
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.steps)
+    wall = time.perf_counter() - start
+    steps = model.num_timesteps
+    print(f"algo={args.algo} env={args.env} threads={args.threads} env_steps={steps} "
+          f"wall_s={wall:.2f} env_steps_per_s={steps / wall:.1f}")
+
+
+if __name__ == "__main__":
+    main()
