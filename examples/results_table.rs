@@ -34,6 +34,11 @@ const TASKS: &[Task] = &[
         zoo: Some("94.7 @50k (gSDE)"),
     },
     Task {
+        algo: "TD3",
+        env: "Pendulum-v1",
+        zoo: Some("−152 @20k"),
+    },
+    Task {
         algo: "DQN",
         env: "CartPole-v1",
         zoo: Some("500 @50k"),

@@ -4,7 +4,8 @@
 
 use ember::algo::{
     A2cConfig, Devices, DqnConfig, OffPolicyConfig, OffPolicyLearner, OnPolicyConfig, PpoConfig,
-    ReinforceConfig, ReplayKind, SacConfig, TrainReport, train_off_policy, train_on_policy,
+    ReinforceConfig, ReplayKind, SacConfig, Td3Config, TrainReport, train_off_policy,
+    train_on_policy,
 };
 use ember::core::{EmberRng, Error, Result, Space, Transition};
 use ember::env::{SyncVecEnv, VecEnv};
@@ -24,7 +25,7 @@ pub struct RunOptions {
 }
 
 /// The algorithms this runs, by the names the examples take.
-pub const ALGOS: &[&str] = &["sac", "dqn", "ppo", "a2c", "reinforce"];
+pub const ALGOS: &[&str] = &["sac", "td3", "dqn", "ppo", "a2c", "reinforce"];
 
 fn eval_episodes(options: &RunOptions) -> usize {
     if options.evaluate { 10 } else { 0 }
@@ -56,6 +57,16 @@ pub fn run(
                 &devices,
             )?;
             off_policy(sac, &mut env, env_id, trainer, options)
+        }
+        "td3" => {
+            let (config, trainer) = Td3Config::zoo(env_id)?;
+            let mut env = SyncVecEnv::from_id(env_id, 1)?;
+            let td3 = config.build(
+                env.single_observation_space(),
+                env.single_action_space(),
+                &devices,
+            )?;
+            off_policy(td3, &mut env, env_id, trainer, options)
         }
         "dqn" => {
             let (config, trainer) = DqnConfig::zoo(env_id)?;

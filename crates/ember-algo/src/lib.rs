@@ -15,7 +15,7 @@
 //!   β annealed) or return-weighted (episode-return scores, [`replay`]), with n-step
 //!   returns, built from a `[replay]` config section ([`ReplayConfig`]) or by hand.
 //! - Algorithms: [`Sac`] (fused twin critics, automatic temperature, parallel or
-//!   sequential update — see [`sac`] for the semantics), [`Dqn`] (double DQN), PPO, A2C
+//!   sequential update — see [`sac`] for the semantics), [`Td3`], [`Dqn`] (double DQN), PPO, A2C
 //!   and REINFORCE ([`PpoConfig`], [`A2cConfig`], [`ReinforceConfig`] → [`PolicyGradient`],
 //!   discrete or continuous actions; the behaviour policy's log-probabilities and values
 //!   are recorded while acting, [`ActingRecord`]).
@@ -87,6 +87,7 @@ pub mod replay;
 mod report;
 pub mod sac;
 mod schedule;
+mod td3;
 pub mod tensors;
 mod trainer;
 pub mod training_state;
@@ -119,5 +120,6 @@ pub use replay::{ReplayConfig, ReplayKind};
 pub use report::{EvalPoint, TrainReport};
 pub use sac::{Sac, SacConfig, UpdateSchedule};
 pub use schedule::LinearSchedule;
+pub use td3::{Td3, Td3Config};
 pub use trainer::Trainer;
 pub use training_state::TrainingState;

@@ -102,7 +102,10 @@ fn mistakes_are_one_line_with_exit_code_2() {
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec!["train", "ppo2", "--env", "CartPole-v1"],
-            vec!["unknown algorithm `ppo2`", "sac, dqn, ppo, a2c, reinforce"],
+            vec![
+                "unknown algorithm `ppo2`",
+                "sac, td3, dqn, ppo, a2c, reinforce",
+            ],
         ),
         (
             vec!["train", "sac", "--env", "Pendulum-v9"],

@@ -2,7 +2,7 @@
 
 use super::run_config::RunConfig;
 use anyhow::{Context, Result, anyhow};
-use ember_algo::{Agent, Checkpoint, Devices, Dqn, PolicyGradient, Sac, TrainingState};
+use ember_algo::{Agent, Checkpoint, Devices, Dqn, PolicyGradient, Sac, Td3, TrainingState};
 use ember_backend::DeviceSpec;
 use ember_core::Space;
 
@@ -10,6 +10,8 @@ use ember_core::Space;
 pub enum AnyLearner {
     /// SAC.
     Sac(Box<Sac>),
+    /// TD3.
+    Td3(Box<Td3>),
     /// DQN.
     Dqn(Box<Dqn>),
     /// PPO, A2C or REINFORCE.
@@ -45,6 +47,14 @@ impl AnyLearner {
             "sac" => AnyLearner::Sac(Box::new(
                 config
                     .sac
+                    .as_ref()
+                    .ok_or_else(missing)?
+                    .build(obs, act, devices)
+                    .with_context(what)?,
+            )),
+            "td3" => AnyLearner::Td3(Box::new(
+                config
+                    .td3
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
@@ -90,6 +100,7 @@ impl AnyLearner {
     pub fn agent(&mut self) -> &mut dyn Agent {
         match self {
             AnyLearner::Sac(l) => l.as_mut(),
+            AnyLearner::Td3(l) => l.as_mut(),
             AnyLearner::Dqn(l) => l.as_mut(),
             AnyLearner::PolicyGradient(l) => l.as_mut(),
         }
@@ -99,6 +110,7 @@ impl AnyLearner {
     pub fn checkpoint(&mut self) -> &mut dyn Checkpoint {
         match self {
             AnyLearner::Sac(l) => l.as_mut(),
+            AnyLearner::Td3(l) => l.as_mut(),
             AnyLearner::Dqn(l) => l.as_mut(),
             AnyLearner::PolicyGradient(l) => l.as_mut(),
         }
@@ -108,6 +120,7 @@ impl AnyLearner {
     pub fn training_state(&mut self) -> &mut dyn TrainingState {
         match self {
             AnyLearner::Sac(l) => l.as_mut(),
+            AnyLearner::Td3(l) => l.as_mut(),
             AnyLearner::Dqn(l) => l.as_mut(),
             AnyLearner::PolicyGradient(l) => l.as_mut(),
         }
@@ -118,6 +131,7 @@ impl AnyLearner {
 pub fn metric_names(algo: &str) -> &'static [&'static str] {
     match algo {
         "sac" => &["critic_loss", "actor_loss", "alpha_loss", "alpha"],
+        "td3" => &["critic_loss", "actor_loss"],
         "dqn" => &["loss", "epsilon"],
         "ppo" => &[
             "policy_loss",

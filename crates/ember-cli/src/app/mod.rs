@@ -63,7 +63,7 @@ struct BenchCmd {
 
 #[derive(Args, Debug, Clone)]
 struct TrainArgs {
-    /// Algorithm: sac, dqn, ppo, a2c or reinforce (not needed with --resume).
+    /// Algorithm: sac, td3, dqn, ppo, a2c or reinforce (not needed with --resume).
     algo: Option<String>,
     /// Environment id, e.g. Pendulum-v1 (any registered id).
     #[arg(long)]
@@ -151,7 +151,7 @@ struct PlotCmd {
 
 #[derive(Args, Debug)]
 struct ZooCmd {
-    /// Algorithm: sac, dqn, ppo, a2c or reinforce.
+    /// Algorithm: sac, td3, dqn, ppo, a2c or reinforce.
     algo: String,
     /// Environment id (default: the first environment zoo tunes the algorithm for).
     env: Option<String>,
@@ -280,7 +280,7 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
 /// The environment `ember zoo ALGO` shows when none is given.
 fn default_env(algo: &str) -> Result<&'static str> {
     Ok(match algo {
-        "sac" => "Pendulum-v1",
+        "sac" | "td3" => "Pendulum-v1",
         "dqn" | "ppo" | "a2c" | "reinforce" => "CartPole-v1",
         other => bail!(
             "unknown algorithm `{other}`: known are {}",

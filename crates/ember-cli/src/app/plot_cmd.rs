@@ -29,6 +29,9 @@ fn key(config: &RunConfig) -> String {
     if let Some(a) = &mut c.sac {
         a.seed = 0;
     }
+    if let Some(a) = &mut c.td3 {
+        a.seed = 0;
+    }
     if let Some(a) = &mut c.dqn {
         a.seed = 0;
     }

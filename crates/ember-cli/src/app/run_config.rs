@@ -6,18 +6,18 @@
 use anyhow::{Context, Result, anyhow, bail};
 use ember_algo::{
     A2cConfig, DqnConfig, OffPolicyConfig, OnPolicyConfig, PpoConfig, ReinforceConfig, SacConfig,
-    Validate,
+    Td3Config, Validate,
 };
 use serde::{Deserialize, Serialize};
 
 /// The algorithms `ember train` knows.
-pub const ALGOS: [&str; 5] = ["sac", "dqn", "ppo", "a2c", "reinforce"];
+pub const ALGOS: [&str; 6] = ["sac", "td3", "dqn", "ppo", "a2c", "reinforce"];
 
 /// Everything a run is, as `config.toml` holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// `sac`, `dqn`, `ppo`, `a2c` or `reinforce`.
+    /// `sac`, `td3`, `dqn`, `ppo`, `a2c` or `reinforce`.
     pub algo: String,
     /// A registered environment id.
     pub env: String,
@@ -29,7 +29,7 @@ pub struct RunConfig {
     pub save_every: u64,
     /// Write a metrics row every this many env steps.
     pub log_every: u64,
-    /// The off-policy trainer (SAC, DQN).
+    /// The off-policy trainer (SAC, TD3, DQN).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_policy: Option<OffPolicyConfig>,
     /// The on-policy trainer (PPO, A2C, REINFORCE).
@@ -38,6 +38,9 @@ pub struct RunConfig {
     /// SAC's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sac: Option<SacConfig>,
+    /// TD3's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub td3: Option<Td3Config>,
     /// DQN's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dqn: Option<DqnConfig>,
@@ -76,6 +79,7 @@ impl RunConfig {
             off_policy: None,
             on_policy: None,
             sac: None,
+            td3: None,
             dqn: None,
             ppo: None,
             a2c: None,
@@ -92,6 +96,19 @@ impl RunConfig {
                     ),
                 };
                 run.sac = Some(a);
+                run.off_policy = Some(t);
+                s
+            }
+            "td3" => {
+                let (a, t, s) = match Td3Config::zoo(env) {
+                    Ok((a, t)) => (a, t, PresetSource::Zoo),
+                    Err(_) => (
+                        Td3Config::default(),
+                        OffPolicyConfig::default(),
+                        PresetSource::Defaults,
+                    ),
+                };
+                run.td3 = Some(a);
                 run.off_policy = Some(t);
                 s
             }
@@ -315,9 +332,10 @@ impl RunConfig {
                 ALGOS.join(", ")
             );
         }
-        let off = matches!(self.algo.as_str(), "sac" | "dqn");
+        let off = matches!(self.algo.as_str(), "sac" | "td3" | "dqn");
         let present = [
             ("sac", self.sac.is_some()),
+            ("td3", self.td3.is_some()),
             ("dqn", self.dqn.is_some()),
             ("ppo", self.ppo.is_some()),
             ("a2c", self.a2c.is_some()),
@@ -347,6 +365,9 @@ impl RunConfig {
         }
         self.device.parse::<ember_backend::DeviceSpec>()?;
         if let Some(c) = &self.sac {
+            c.validate()?;
+        }
+        if let Some(c) = &self.td3 {
             c.validate()?;
         }
         if let Some(c) = &self.dqn {

@@ -94,6 +94,7 @@ pub fn train(
     match (&mut learner, &config.off_policy, &config.on_policy) {
         (AnyLearner::Sac(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
         (AnyLearner::Dqn(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
+        (AnyLearner::Td3(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
         (AnyLearner::PolicyGradient(l), _, Some(tc)) => {
             let t = OnPolicyTrainer::new(l.as_mut(), &mut env, eval.as_ref(), tc)?;
             session.drive(Box::new(t))

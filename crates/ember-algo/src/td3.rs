@@ -1,0 +1,431 @@
+//! TD3 (Fujimoto et al. 2018): a deterministic actor `tanh(μ(s))` mapped onto the action
+//! box, twin critics (one fused [`CriticEnsemble`]) with the clipped double-Q target,
+//! target-policy smoothing, delayed actor and target updates, Gaussian exploration noise.
+
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
+use crate::devices::Devices;
+use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
+use crate::off_policy::OffPolicyConfig;
+use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::replay::ReplayConfig;
+use crate::tensors::{column, host, matrix};
+use crate::training_state::{
+    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
+};
+use burn::module::Module;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::activation::tanh;
+use burn::tensor::{Device, Tensor, TensorData};
+use ember_core::state::StateWriter;
+use ember_core::{Batch, EmberRng, Error, Result, Space};
+use ember_loss::{
+    checked_loss, ensemble_td_errors, sac_critic_loss, sac_critic_loss_weighted, td_target,
+    td_target_discounted,
+};
+use ember_nn::{CriticEnsemble, CriticEnsembleConfig, Mlp, MlpConfig, noise, polyak_update};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// TD3 hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Td3Config {
+    /// Hidden widths of the actor and of each critic (SB3: `[400, 300]`).
+    pub hidden: Vec<usize>,
+    /// Adam learning rate of the actor and the critics.
+    pub learning_rate: f64,
+    /// Discount γ in `[0, 1]`.
+    pub gamma: f64,
+    /// Polyak coefficient of the target networks.
+    pub tau: f64,
+    /// Update the actor and the targets every this many critic updates.
+    pub policy_delay: u64,
+    /// Standard deviation of the target-policy smoothing noise (in half-widths of the box).
+    pub target_policy_noise: f64,
+    /// Clip of the smoothing noise (in half-widths).
+    pub target_noise_clip: f64,
+    /// Standard deviation of the Gaussian exploration noise (in half-widths; zoo's
+    /// `noise_type: normal`).
+    pub action_noise_std: f64,
+    /// Refresh the acting copy every this many actor updates.
+    pub sync_every: u64,
+    /// Seed of the weights and of the noise.
+    pub seed: u64,
+}
+
+impl Default for Td3Config {
+    fn default() -> Self {
+        Td3Config {
+            hidden: vec![400, 300],
+            learning_rate: 1e-3,
+            gamma: 0.99,
+            tau: 0.005,
+            policy_delay: 2,
+            target_policy_noise: 0.2,
+            target_noise_clip: 0.5,
+            action_noise_std: 0.1,
+            sync_every: 1,
+            seed: 0,
+        }
+    }
+}
+
+impl Validate for Td3Config {
+    fn validate(&self) -> Result<()> {
+        check_hidden("hidden", &self.hidden)?;
+        check_open_closed("learning_rate", self.learning_rate, 0.0, 1.0)?;
+        check_range("gamma", self.gamma, 0.0, 1.0)?;
+        check_open_closed("tau", self.tau, 0.0, 1.0)?;
+        check_positive("policy_delay", self.policy_delay as usize)?;
+        check_range("target_policy_noise", self.target_policy_noise, 0.0, 1e3)?;
+        check_range("target_noise_clip", self.target_noise_clip, 0.0, 1e3)?;
+        check_range("action_noise_std", self.action_noise_std, 0.0, 1e3)
+    }
+}
+
+impl Td3Config {
+    /// The TD3 learner for `obs_space` → `action_space` (a bounded `Box`), learning on
+    /// `devices.learn`, acting on `devices.act`.
+    ///
+    /// # Errors
+    /// A config value out of range, or an action space that is not a `Box`.
+    pub fn build(&self, obs_space: &Space, action_space: &Space, devices: &Devices) -> Result<Td3> {
+        Td3::new(self, obs_space, action_space, devices)
+    }
+
+    /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too). Known:
+    /// `Pendulum-v1` (20k steps; zoo trains after each episode with as many updates as
+    /// steps, the same count as one update per step), `MountainCarContinuous-v0`.
+    ///
+    /// # Errors
+    /// An env id without a preset.
+    pub fn zoo(env_id: &str) -> Result<(Td3Config, OffPolicyConfig)> {
+        match env_id {
+            "Pendulum-v1" => Ok((
+                Td3Config {
+                    gamma: 0.98,
+                    ..Td3Config::default()
+                },
+                OffPolicyConfig {
+                    total_steps: 20_000,
+                    learning_starts: 10_000,
+                    replay: ReplayConfig {
+                        capacity: 200_000,
+                        ..ReplayConfig::default()
+                    },
+                    ..OffPolicyConfig::default()
+                },
+            )),
+            "MountainCarContinuous-v0" => Ok((
+                Td3Config {
+                    action_noise_std: 0.5,
+                    ..Td3Config::default()
+                },
+                OffPolicyConfig {
+                    total_steps: 300_000,
+                    ..OffPolicyConfig::default()
+                },
+            )),
+            other => Err(Error::invalid(
+                "TD3 zoo env id",
+                other,
+                "one of Pendulum-v1, MountainCarContinuous-v0",
+            )),
+        }
+    }
+}
+
+/// The TD3 learner (see the module docs).
+pub struct Td3 {
+    config: Td3Config,
+    obs_dim: usize,
+    act_dim: usize,
+    /// Half-widths and centres of the action box.
+    scale: Vec<f32>,
+    bias: Vec<f32>,
+    learn: Device,
+    plain: Device,
+    actor: Mlp,
+    actor_target: Mlp,
+    critic: CriticEnsemble,
+    critic_target: CriticEnsemble,
+    actor_opt: ModuleOptimizer,
+    critic_opt: ModuleOptimizer,
+    acting: ActingCopy<Mlp>,
+    rng: EmberRng,
+    progress: Progress,
+}
+
+impl std::fmt::Debug for Td3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Td3")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Td3 {
+    fn new(
+        config: &Td3Config,
+        obs_space: &Space,
+        action_space: &Space,
+        devices: &Devices,
+    ) -> Result<Td3> {
+        config.validate()?;
+        let Space::Box(b) = action_space else {
+            return Err(Error::invalid(
+                "TD3 action space",
+                action_space,
+                "a Box (continuous) space",
+            ));
+        };
+        let obs_dim = obs_space.flat_dim();
+        let act_dim = b.dim();
+        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let mut sizes = vec![obs_dim];
+        sizes.extend(&config.hidden);
+        sizes.push(act_dim);
+        let actor = MlpConfig::new(sizes).init(&learn)?;
+        let critic =
+            CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone()).init(&learn)?;
+        let (low, high) = (b.low(), b.high());
+        Ok(Td3 {
+            obs_dim,
+            act_dim,
+            scale: low.iter().zip(high).map(|(l, h)| (h - l) / 2.0).collect(),
+            bias: low.iter().zip(high).map(|(l, h)| (h + l) / 2.0).collect(),
+            actor_target: actor.valid(),
+            critic_target: critic.valid(),
+            acting: ActingCopy::new(&actor, &devices.act, config.sync_every),
+            actor,
+            critic,
+            actor_opt: OptimizerKind::Adam.build(0.0, &learn),
+            critic_opt: OptimizerKind::Adam.build(0.0, &learn),
+            rng: EmberRng::seed_from(config.seed).fork(5),
+            progress: Progress::default(),
+            learn,
+            plain,
+            config: config.clone(),
+        })
+    }
+
+    /// The actor network (pre-squash outputs).
+    pub fn actor(&self) -> &Mlp {
+        &self.actor
+    }
+
+    fn row(&self, v: &[f32], device: &Device) -> Tensor<2> {
+        Tensor::from_data(TensorData::new(v.to_vec(), [1, self.act_dim]), device)
+    }
+
+    /// `tanh(actor(obs))` mapped onto the action box.
+    fn policy(&self, actor: &Mlp, obs: Tensor<2>) -> Tensor<2> {
+        let device = obs.device();
+        tanh(actor.forward(obs)) * self.row(&self.scale, &device) + self.row(&self.bias, &device)
+    }
+
+    /// Clipped double-Q target with target-policy smoothing (noise from `rng`); n-step rows
+    /// bootstrap with their own discount.
+    fn target(&self, batch: &Batch, rng: &mut EmberRng) -> Tensor<2> {
+        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
+        let c = &self.config;
+        let p = &self.plain;
+        let next_obs = matrix(&batch.next_obs, b, o, p);
+        // In the unit box: smoothing noise clipped, the action clipped to [-1, 1], then
+        // mapped onto the action box.
+        let smoothing = noise::standard_normal(b, a, rng, p)
+            .mul_scalar(c.target_policy_noise)
+            .clamp(-c.target_noise_clip, c.target_noise_clip);
+        let unit = (tanh(self.actor_target.forward(next_obs.clone())) + smoothing).clamp(-1.0, 1.0);
+        let next_action = unit * self.row(&self.scale, p) + self.row(&self.bias, p);
+        let next_q = self.critic_target.min_q(next_obs, next_action);
+        let (r, d) = (column(&batch.reward, p), column(&batch.terminated, p));
+        let y = match batch.discount.is_empty() {
+            true => td_target(r, d, next_q, c.gamma),
+            false => td_target_discounted(r, d, next_q, column(&batch.discount, p)),
+        };
+        Tensor::from_inner(y)
+    }
+}
+
+impl Checkpoint for Td3 {
+    /// `actor`, `critic` and their targets as safetensors files.
+    fn save_networks(&self, dir: &Path) -> Result<()> {
+        save_module(&self.actor, dir, "actor")?;
+        save_module(&self.critic, dir, "critic")?;
+        save_module(&self.actor_target, dir, "actor_target")?;
+        save_module(&self.critic_target, dir, "critic_target")
+    }
+
+    fn load_networks(&mut self, dir: &Path) -> Result<()> {
+        let actor = load_module(self.actor.clone(), dir, "actor")?;
+        let critic = load_module(self.critic.clone(), dir, "critic")?;
+        let actor_target = load_module(self.actor_target.clone(), dir, "actor_target")?;
+        let critic_target = load_module(self.critic_target.clone(), dir, "critic_target")?;
+        self.acting.refresh(&actor);
+        (self.actor, self.critic) = (actor, critic);
+        (self.actor_target, self.critic_target) = (actor_target, critic_target);
+        Ok(())
+    }
+}
+
+impl Agent for Td3 {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = ember_core::denormals::flush_denormals_here();
+        let out = out.continuous_mut("TD3")?;
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+        let unit = host(tanh(self.acting.module().forward(x)));
+        out.clear();
+        let mut eps = Vec::with_capacity(unit.len());
+        if explore {
+            noise::fill_standard_normal(unit.len(), &mut self.rng, &mut eps);
+        } else {
+            eps.resize(unit.len(), 0.0);
+        }
+        let std = self.config.action_noise_std as f32;
+        for (row, e) in unit
+            .chunks_exact(self.act_dim)
+            .zip(eps.chunks_exact(self.act_dim))
+        {
+            for j in 0..self.act_dim {
+                let a = (row[j] + std * e[j]).clamp(-1.0, 1.0);
+                out.push(a * self.scale[j] + self.bias[j]);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OffPolicyLearner for Td3 {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        batch.check(self.obs_dim, self.act_dim)?;
+        let _flush = ember_core::denormals::flush_denormals_here();
+        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
+        // Noise from a copy of the generator, kept only if the update succeeds.
+        let mut rng = self.rng.clone();
+        let y = self.target(batch, &mut rng);
+        let obs = matrix(&batch.obs, b, o, &self.learn);
+        let q = self
+            .critic
+            .forward(obs.clone(), matrix(&batch.action, b, a, &self.learn));
+        let td_errors = host(ensemble_td_errors(q.clone(), y.clone()));
+        let loss = match batch.unweighted() {
+            true => sac_critic_loss(q, y),
+            false => sac_critic_loss_weighted(q, y, column(&batch.weights, &self.learn)),
+        };
+        let mut metrics = Metrics::default();
+        metrics.push("critic_loss", checked_loss("TD3 critic loss", &loss, step)?);
+        // The delayed actor loss goes through the first critic as it was before this
+        // update (frozen); both losses are checked before anything steps.
+        let actor_grads = if step.is_multiple_of(self.config.policy_delay) {
+            let frozen = self.critic.clone().no_grad();
+            let q = frozen.forward(obs.clone(), self.policy(&self.actor, obs));
+            let actor_loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
+            metrics.push(
+                "actor_loss",
+                checked_loss("TD3 actor loss", &actor_loss, step)?,
+            );
+            Some(GradientsParams::from_grads(
+                actor_loss.backward(),
+                &self.actor,
+            ))
+        } else {
+            None
+        };
+        let lr = self.config.learning_rate;
+        // Step clones and commit together, so a panic in a step changes nothing.
+        let (mut critic, mut critic_opt) = (self.critic.clone(), self.critic_opt.clone());
+        let critic_grads = GradientsParams::from_grads(loss.backward(), &self.critic);
+        step_in_place(&mut critic_opt, lr, &mut critic, critic_grads);
+        crate::faults::site("td3.step");
+        let actor = match actor_grads {
+            Some(grads) => {
+                let (mut actor, mut actor_opt) = (self.actor.clone(), self.actor_opt.clone());
+                step_in_place(&mut actor_opt, lr, &mut actor, grads);
+                Some((actor, actor_opt))
+            }
+            None => None,
+        };
+        (self.critic, self.critic_opt, self.rng) = (critic, critic_opt, rng);
+        if let Some((actor, actor_opt)) = actor {
+            (self.actor, self.actor_opt) = (actor, actor_opt);
+            let tau = self.config.tau;
+            self.actor_target = polyak_update(self.actor_target.clone(), &self.actor, tau);
+            self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, tau);
+            self.acting.after_update(&self.actor);
+        }
+        Ok(Update {
+            metrics,
+            td_errors: Some(td_errors),
+        })
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        Some(self.config.gamma)
+    }
+
+    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+        Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+impl TrainingState for Td3 {
+    /// The four networks, both optimizers and the acting copy (burnpack files); the
+    /// generator and the counters (`learner.state`).
+    fn save_state(&self, dir: &Path) -> Result<()> {
+        save_net(&self.actor, dir, "actor")?;
+        save_net(&self.critic, dir, "critic")?;
+        save_net(&self.actor_target, dir, "actor_target")?;
+        save_net(&self.critic_target, dir, "critic_target")?;
+        save_optim(&self.actor_opt, dir, "actor_optim")?;
+        save_optim(&self.critic_opt, dir, "critic_optim")?;
+        self.acting.save_state(dir)?;
+        let mut w = StateWriter::new();
+        w.rng(&self.rng)
+            .u64(self.progress.env_steps)
+            .u64(self.progress.updates)
+            .u64(self.acting.since());
+        save_scalars(dir, "td3", w)
+    }
+
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let actor = load_net(self.actor.clone(), dir, "actor")?;
+        let critic = load_net(self.critic.clone(), dir, "critic")?;
+        let actor_target = load_net(self.actor_target.clone(), dir, "actor_target")?;
+        let critic_target = load_net(self.critic_target.clone(), dir, "critic_target")?;
+        let actor_opt = load_optim(&self.actor_opt, dir, "actor_optim")?;
+        let critic_opt = load_optim(&self.critic_opt, dir, "critic_optim")?;
+        let acting = self.acting.load_module(dir)?;
+        let (rng, progress, since) = load_scalars(dir, "td3", |r| {
+            Ok((
+                r.rng()?,
+                Progress {
+                    env_steps: r.u64()?,
+                    updates: r.u64()?,
+                },
+                r.u64()?,
+            ))
+        })?;
+        (self.actor, self.critic) = (actor, critic);
+        (self.actor_target, self.critic_target) = (actor_target, critic_target);
+        (self.actor_opt, self.critic_opt) = (actor_opt, critic_opt);
+        self.acting.restore(acting, since);
+        (self.rng, self.progress) = (rng, progress);
+        Ok(())
+    }
+}
