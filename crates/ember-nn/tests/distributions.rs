@@ -136,7 +136,7 @@ fn gaussian_samples_follow_mean_and_std() {
     let mean = out.actions[..2].to_vec();
     p.act_host(obs, true, &mut rng, &mut out);
     let sigma = (-0.5f64).exp();
-    for j in 0..2 {
+    for (j, &mean_j) in mean.iter().enumerate() {
         let xs: Vec<f64> = out
             .actions
             .iter()
@@ -148,9 +148,8 @@ fn gaussian_samples_follow_mean_and_std() {
         let s = (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64).sqrt();
         // Standard errors: σ/√n ≈ 0.0043 for the mean, σ/√(2n) ≈ 0.003 for the std.
         assert!(
-            (m - mean[j] as f64).abs() < 0.025,
-            "mean {m} vs {}",
-            mean[j]
+            (m - mean_j as f64).abs() < 0.025,
+            "mean {m} vs {mean_j}"
         );
         assert!((s - sigma).abs() < 0.02, "std {s} vs {sigma}");
     }
