@@ -61,7 +61,7 @@
 //! ```
 //!
 //! Assembling an algorithm of your own from these parts is walked through in
-//! `docs/custom-algorithm.md` (and `examples/custom_td3.rs`).
+//! `docs/custom-algorithm.md` (and `examples/custom_redq.rs`).
 
 #![warn(missing_docs)]
 

@@ -147,10 +147,7 @@ fn gaussian_samples_follow_mean_and_std() {
         let m = xs.iter().sum::<f64>() / xs.len() as f64;
         let s = (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64).sqrt();
         // Standard errors: σ/√n ≈ 0.0043 for the mean, σ/√(2n) ≈ 0.003 for the std.
-        assert!(
-            (m - mean_j as f64).abs() < 0.025,
-            "mean {m} vs {mean_j}"
-        );
+        assert!((m - mean_j as f64).abs() < 0.025, "mean {m} vs {mean_j}");
         assert!((s - sigma).abs() < 0.02, "std {s} vs {sigma}");
     }
 }
