@@ -278,6 +278,12 @@ impl<'a> StateReader<'a> {
         Ok(out)
     }
 
+    /// Whether every word has been read: lets a reader accept snapshots written before
+    /// fields were appended at their end.
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.words.len()
+    }
+
     /// Checks that every word was read.
     ///
     /// # Errors

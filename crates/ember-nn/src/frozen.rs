@@ -299,6 +299,13 @@ impl FrozenGaussianTanhPolicy {
     /// # Errors
     /// See [`FrozenMlp::new`].
     pub fn new(policy: &GaussianTanhPolicy) -> Result<Self> {
+        if policy.is_sde() {
+            return Err(Error::invalid(
+                "frozen policy",
+                "a gSDE policy",
+                "a plain tanh-Gaussian policy (gSDE acts through act_host_sde)",
+            ));
+        }
         Ok(FrozenGaussianTanhPolicy {
             net: FrozenMlp::new(&policy.net)?,
             act_dim: policy.act_dim,

@@ -1,7 +1,7 @@
 //! The tanh-squashed Gaussian policy of SAC.
 
 use crate::mlp::{Activation, Mlp, MlpConfig};
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::tensor::activation::{softplus, tanh};
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::{Error, Result};
@@ -28,6 +28,10 @@ pub struct GaussianTanhPolicyConfig {
     /// every call on the caller's thread; `ember_backend::DeviceSpec::inference_threads`
     /// says what suits a backend.
     pub row_threads: usize,
+    /// Generalised state-dependent exploration (gSDE, Raffin et al. 2021) with this initial
+    /// `log σ` of the exploration weights (SB3: −3); `None`: the plain state-dependent
+    /// Gaussian. See [`GaussianTanhPolicy`].
+    pub sde_log_std_init: Option<f32>,
 }
 
 /// The fewest batch rows worth a thread of their own in [`GaussianTanhPolicy::act_host`]
@@ -46,7 +50,14 @@ impl GaussianTanhPolicyConfig {
             high: vec![1.0; act_dim],
             log_std_bounds: (-20.0, 2.0),
             row_threads: 1,
+            sde_log_std_init: None,
         }
+    }
+
+    /// Explores with gSDE, the exploration weights' `log σ` starting at `log_std_init`.
+    pub fn with_sde(mut self, log_std_init: Option<f32>) -> Self {
+        self.sde_log_std_init = log_std_init;
+        self
     }
 
     /// Sets how many threads `act_host` may split a large batch over.
@@ -89,9 +100,21 @@ impl GaussianTanhPolicyConfig {
                 "min < max",
             ));
         }
+        if let Some(l) = self.sde_log_std_init
+            && !(l.is_finite() && (-20.0..=5.0).contains(&l))
+        {
+            return Err(Error::invalid("sde_log_std_init", l, "finite, in [-20, 5]"));
+        }
+        let Some(&latent) = self.hidden.last() else {
+            return Err(Error::invalid("policy hidden", "[]", "one or more widths"));
+        };
         let mut sizes = vec![self.obs_dim];
         sizes.extend(&self.hidden);
-        sizes.push(2 * self.act_dim); // mean and log-std heads fused into one layer
+        // Mean and log-std heads fused into one layer; gSDE has a mean head only.
+        sizes.push(match self.sde_log_std_init {
+            None => 2 * self.act_dim,
+            Some(_) => self.act_dim,
+        });
         let net = MlpConfig::new(sizes)
             .with_activation(self.activation)
             .init(device)?;
@@ -107,8 +130,16 @@ impl GaussianTanhPolicyConfig {
             .zip(&self.high)
             .map(|(l, h)| (h + l) / 2.0)
             .collect();
+        let sde_log_std = self.sde_log_std_init.map(|l| {
+            let values = vec![l; latent * self.act_dim];
+            Param::from_tensor(Tensor::from_data(
+                TensorData::new(values, [latent, self.act_dim]),
+                device,
+            ))
+        });
         Ok(GaussianTanhPolicy {
             net,
+            sde_log_std,
             act_dim: self.act_dim,
             scale,
             bias,
@@ -119,10 +150,21 @@ impl GaussianTanhPolicyConfig {
 }
 
 /// `a = tanh(μ(s) + σ(s)·ε)·scale + bias`, `ε ~ N(0, I)`: SAC's actor.
+///
+/// With gSDE the noise is a function of the state instead: `a = tanh(μ(s) + z(s)·Θ)`, with
+/// `z(s)` the last hidden layer's features (no gradient through them, SB3's default
+/// `learn_features = False`) and exploration weights `Θ = σ ⊙ E` (`σ = exp(log_std)`, a
+/// learned `[features, act_dim]` matrix; `E` standard normal), drawn once and kept for many
+/// steps while acting (smooth, state-dependent exploration), drawn per update in training.
+/// The pre-squash action is then `N(μ, z²·σ²)` per dimension, and `μ` is clipped to
+/// `[−2, 2]` (SB3's `clip_mean`). The noise argument of [`GaussianTanhPolicy::sample`] is `E`,
+/// shaped as [`GaussianTanhPolicy::noise_shape`] says.
 #[derive(Module, Debug)]
 pub struct GaussianTanhPolicy {
-    /// Trunk and fused heads: output `[mean, log_std]`.
+    /// Trunk and fused heads: output `[mean, log_std]` (gSDE: `[mean]`).
     pub net: Mlp,
+    /// gSDE's `log σ` of the exploration weights, `[features, act_dim]` (`None`: plain).
+    pub sde_log_std: Option<Param<Tensor<2>>>,
     /// Action width.
     pub act_dim: usize,
     /// Half-widths of the action box.
@@ -139,10 +181,45 @@ pub struct GaussianTanhPolicy {
     pub row_threads: usize,
 }
 
+/// The clip of gSDE's mean (SB3's `clip_mean`).
+const SDE_CLIP_MEAN: f64 = 2.0;
+/// Added to gSDE's variance before the square root (SB3's `epsilon`).
+const SDE_EPS: f64 = 1e-6;
+
 impl GaussianTanhPolicy {
-    /// Mean and clamped log standard deviation of the pre-squash Gaussian, each
-    /// `[batch, act_dim]`.
+    /// The shape of the standard-normal noise [`GaussianTanhPolicy::sample`] takes for a
+    /// batch of `rows`: `[rows, act_dim]`, or `[features, act_dim]` (one `E`) with gSDE.
+    pub fn noise_shape(&self, rows: usize) -> [usize; 2] {
+        match &self.sde_log_std {
+            None => [rows, self.act_dim],
+            Some(p) => p.shape().dims::<2>(),
+        }
+    }
+
+    /// Whether this policy explores with gSDE.
+    pub fn is_sde(&self) -> bool {
+        self.sde_log_std.is_some()
+    }
+
+    /// gSDE: the mean (clipped), the detached features and `σ` of the exploration weights.
+    fn sde_parts(&self, obs: Tensor<2>) -> (Tensor<2>, Tensor<2>, Tensor<2>) {
+        let (latent, mean) = self.net.forward_latent(obs);
+        let sigma = self.sde_log_std.as_ref().expect("gSDE policy").val().exp();
+        (
+            mean.clamp(-SDE_CLIP_MEAN, SDE_CLIP_MEAN),
+            latent.detach(),
+            sigma,
+        )
+    }
+
+    /// Mean and log standard deviation of the pre-squash Gaussian, each `[batch, act_dim]`
+    /// (plain: the clamped head; gSDE: `½ log(z²·σ² + ε)` of the state's features).
     pub fn forward(&self, obs: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        if self.is_sde() {
+            let (mean, latent, sigma) = self.sde_parts(obs);
+            let var = (latent.clone() * latent).matmul(sigma.clone() * sigma);
+            return (mean, var.add_scalar(SDE_EPS).log().mul_scalar(0.5));
+        }
         let out = self.net.forward(obs);
         let [b, _] = out.dims();
         let a = self.act_dim;
@@ -153,10 +230,65 @@ impl GaussianTanhPolicy {
         (mean, log_std)
     }
 
-    /// A stochastic action for acting, from standard-normal `noise` `[batch, act_dim]`.
+    /// A stochastic action for acting, from standard-normal `noise` shaped as
+    /// [`GaussianTanhPolicy::noise_shape`] says.
     pub fn act(&self, obs: Tensor<2>, noise: Tensor<2>) -> Tensor<2> {
+        if self.is_sde() {
+            let (mean, latent, sigma) = self.sde_parts(obs);
+            return self.squash(tanh(mean + latent.matmul(sigma * noise)));
+        }
         let (mean, log_std) = self.forward(obs);
         self.squash(tanh(mean + log_std.exp() * noise))
+    }
+
+    /// gSDE's exploration weights `Θ = σ ⊙ E` on the host, `[features, act_dim]` row-major,
+    /// with `E` drawn from `rng`: what an actor keeps between resamples (empty for a plain
+    /// policy).
+    pub fn sde_weights(&self, rng: &mut ember_core::EmberRng) -> Vec<f32> {
+        let Some(p) = &self.sde_log_std else {
+            return Vec::new();
+        };
+        let log_std: Vec<f32> = p
+            .val()
+            .into_data()
+            .try_into_vec_as::<f32>()
+            .expect("float parameter");
+        let mut e = Vec::with_capacity(log_std.len());
+        crate::noise::fill_standard_normal(log_std.len(), rng, &mut e);
+        e.iter().zip(&log_std).map(|(e, l)| e * l.exp()).collect()
+    }
+
+    /// gSDE acting on the host with kept exploration weights `theta` (from
+    /// [`GaussianTanhPolicy::sde_weights`]): `tanh(μ(s) + z(s)·Θ)·scale + bias` per row of
+    /// `obs`, into `out` (cleared, `[batch, act_dim]`).
+    ///
+    /// # Panics
+    /// If this policy is not a gSDE policy or `theta` has the wrong length.
+    pub fn act_host_sde(&self, obs: Tensor<2>, theta: &[f32], out: &mut Vec<f32>) {
+        let (latent, mean) = self.net.forward_latent(obs);
+        let (latent, mean) = (latent.into_data(), mean.into_data());
+        let latent: &[f32] = latent.as_slice().expect("float output");
+        let mean: &[f32] = mean.as_slice().expect("float output");
+        let a = self.act_dim;
+        let k = theta.len() / a;
+        assert_eq!(
+            k * a,
+            theta.len(),
+            "gSDE weights must be features × act_dim"
+        );
+        assert!(self.is_sde(), "act_host_sde needs a gSDE policy");
+        out.clear();
+        for (z, m) in latent.chunks_exact(k).zip(mean.chunks_exact(a)) {
+            for j in 0..a {
+                let noise: f32 = z
+                    .iter()
+                    .enumerate()
+                    .map(|(l, z)| z * theta[l * a + j])
+                    .sum();
+                let u = m[j].clamp(-SDE_CLIP_MEAN as f32, SDE_CLIP_MEAN as f32) + noise;
+                out.push(u.tanh() * self.scale[j] + self.bias[j]);
+            }
+        }
     }
 
     /// Stochastic actions for acting, computed as an actor needs them: the network runs on
@@ -223,6 +355,17 @@ impl GaussianTanhPolicy {
     /// scale corrections: `log π(a|s) = Σ_i [log N(u_i; μ_i, σ_i) − log(scale_i (1 − tanh² u_i))]`
     /// with the stable form `log(1 − tanh² u) = 2 (log 2 − u − softplus(−2u))`.
     pub fn sample(&self, obs: Tensor<2>, noise: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        if self.is_sde() {
+            use crate::distributions::{gaussian_log_prob, tanh_log_det};
+            let (mean, latent, sigma) = self.sde_parts(obs);
+            let var = (latent.clone() * latent.clone()).matmul(sigma.clone() * sigma.clone());
+            let log_std = var.add_scalar(SDE_EPS).log().mul_scalar(0.5);
+            let u = mean.clone() + latent.matmul(sigma * noise);
+            let scale_log: f64 = self.scale.iter().map(|&s| (s as f64).ln()).sum();
+            let log_prob = (gaussian_log_prob(mean, log_std, u.clone()) - tanh_log_det(u.clone()))
+                .sub_scalar(scale_log);
+            return (self.squash(tanh(u)), log_prob);
+        }
         let (mean, log_std) = self.forward(obs);
         let u = mean + log_std.clone().exp() * noise.clone();
         let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();

@@ -158,6 +158,23 @@ impl Mlp {
             .dims::<2>()[1]
     }
 
+    /// The last hidden layer's features (after its activation) and the output, for
+    /// `[batch, input]`: `([batch, last hidden], [batch, output])`. A network without a
+    /// hidden layer gives its input as the features.
+    pub fn forward_latent(&self, x: Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+        let last = self.layers.len() - 1;
+        let mut x = x;
+        for (i, layer) in self.layers[..last].iter().enumerate() {
+            x = layer.forward(x);
+            if let Some(norm) = self.norms.get(i) {
+                x = norm.forward(x);
+            }
+            x = self.activation.apply(x);
+        }
+        let out = self.layers[last].forward(x.clone());
+        (x, out)
+    }
+
     /// Applies the network to `[batch, input]`, giving `[batch, output]`.
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let last = self.layers.len() - 1;

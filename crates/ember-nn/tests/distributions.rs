@@ -240,3 +240,77 @@ fn orthogonal_init_gives_orthogonal_weights_and_zero_biases() {
             .contains("log_std_init")
     );
 }
+
+fn sde_policy() -> GaussianTanhPolicy {
+    GaussianTanhPolicyConfig::new(3, 2)
+        .with_hidden([16, 8])
+        .with_bounds(vec![-2.0, 0.0], vec![2.0, 1.0])
+        .with_sde(Some(-1.0))
+        .init(&dev())
+        .unwrap()
+}
+
+#[test]
+fn sde_acting_on_the_host_equals_the_tensor_path_and_log_probs_agree() {
+    let d = dev();
+    let p = sde_policy();
+    assert_eq!(p.noise_shape(64), [8, 2]);
+    let mut rng = EmberRng::seed_from(4);
+    let obs = noise::standard_normal(64, 3, &mut rng, &d);
+    let theta = p.sde_weights(&mut rng.clone());
+    let e = noise::standard_normal(8, 2, &mut rng, &d);
+    let mut host = Vec::new();
+    p.act_host_sde(obs.clone(), &theta, &mut host);
+    let tensor = vals(p.act(obs.clone(), e.clone()));
+    for (h, t) in host.iter().zip(&tensor) {
+        assert!((h - t).abs() < 1e-5, "{h} vs {t}");
+    }
+    let (a, logp) = p.sample(obs.clone(), e);
+    assert_eq!(vals(a.clone()), tensor);
+    for (x, y) in vals(logp).iter().zip(&vals(p.log_prob(obs, a))) {
+        assert!(close(*x, *y, 1e-3), "{x} vs {y}");
+    }
+    assert!(FrozenGaussianTanhPolicy::new(&p).is_err());
+}
+
+#[test]
+fn sde_noise_is_a_function_of_the_state_with_the_predicted_spread() {
+    let d = dev();
+    let p = sde_policy();
+    let obs = Tensor::<2>::from_data(TensorData::new(vec![0.3f32, -0.7, 1.1], [1, 3]), &d);
+    let (mean, log_std) = p.forward(obs.clone());
+    let (mean, sd) = (vals(mean), vals(log_std.exp()));
+    let mut rng = EmberRng::seed_from(8);
+    let mut u = [Vec::new(), Vec::new()];
+    let mut out = Vec::new();
+    for _ in 0..4000 {
+        let theta = p.sde_weights(&mut rng);
+        p.act_host_sde(obs.clone(), &theta, &mut out);
+        // Undo the squashing: a = tanh(u)·scale + bias.
+        u[0].push(((out[0] / 2.0) as f64).atanh());
+        u[1].push((((out[1] - 0.5) / 0.5) as f64).atanh());
+    }
+    for j in 0..2 {
+        let m = u[j].iter().sum::<f64>() / 4000.0;
+        let s = (u[j].iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 4000.0).sqrt();
+        // Standard errors about sd/63 (mean) and sd/89 (std): 5 of them.
+        assert!(
+            (m - mean[j] as f64).abs() < 5.0 * sd[j] as f64 / 63.0,
+            "{m} vs {}",
+            mean[j]
+        );
+        assert!(
+            (s - sd[j] as f64).abs() < 5.0 * sd[j] as f64 / 89.0,
+            "{s} vs {}",
+            sd[j]
+        );
+    }
+    // The same weights act differently in another state.
+    let theta = p.sde_weights(&mut rng);
+    let two = Tensor::<2>::from_data(
+        TensorData::new(vec![0.3f32, -0.7, 1.1, -1.0, 0.5, 0.2], [2, 3]),
+        &d,
+    );
+    p.act_host_sde(two, &theta, &mut out);
+    assert_ne!(out[..2], out[2..]);
+}

@@ -41,6 +41,15 @@ pub struct SacConfig {
     pub update_schedule: UpdateSchedule,
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
+    /// Explore with gSDE (generalised state-dependent exploration, Raffin et al. 2021, as
+    /// zoo uses it on MountainCarContinuous): noise that is a smooth function of the state,
+    /// from exploration weights kept for many steps (see `ember_nn::GaussianTanhPolicy`).
+    pub use_sde: bool,
+    /// gSDE's initial `log σ` of the exploration weights (SB3's `log_std_init`, −3).
+    pub sde_log_std_init: f64,
+    /// Draw new exploration weights every this many exploring acts (vector steps); 0 (SB3's
+    /// −1): at the first act after each round of updates, i.e. every `train_freq` steps.
+    pub sde_sample_freq: u64,
     /// Seed of the initial weights and of all noise.
     pub seed: u64,
 }
@@ -57,6 +66,9 @@ impl Default for SacConfig {
             target_entropy: None,
             update_schedule: UpdateSchedule::Parallel,
             sync_every: 1,
+            use_sde: false,
+            sde_log_std_init: -3.0,
+            sde_sample_freq: 0,
             seed: 0,
         }
     }
@@ -69,6 +81,7 @@ impl Validate for SacConfig {
         check_range("gamma", self.gamma, 0.0, 1.0)?;
         check_open_closed("tau", self.tau, 0.0, 1.0)?;
         check_open_closed("init_alpha", self.init_alpha, 0.0, 1e6)?;
+        check_range("sde_log_std_init", self.sde_log_std_init, -20.0, 5.0)?;
         if let Some(h) = self.target_entropy {
             check_range("target_entropy", h, -1e6, 1e6)?;
         }
@@ -88,8 +101,7 @@ impl SacConfig {
     }
 
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
-    /// Known: `Pendulum-v1`, `MountainCarContinuous-v0` (zoo's gSDE is not implemented:
-    /// plain Gaussian exploration with its other settings).
+    /// Known: `Pendulum-v1`, `MountainCarContinuous-v0` (with gSDE, as zoo).
     pub fn zoo(env_id: &str) -> Result<(SacConfig, OffPolicyConfig)> {
         match env_id {
             "Pendulum-v1" => Ok((
@@ -110,6 +122,8 @@ impl SacConfig {
                     tau: 0.01,
                     init_alpha: 0.1,
                     auto_alpha: false,
+                    use_sde: true,
+                    sde_log_std_init: -3.67,
                     ..SacConfig::default()
                 },
                 OffPolicyConfig {

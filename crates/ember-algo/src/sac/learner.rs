@@ -51,6 +51,11 @@ pub struct Sac {
     acting: ActingCopy<GaussianTanhPolicy>,
     /// The acting copy frozen for the host fast path (acting on flex or ndarray).
     frozen: Option<FrozenGaussianTanhPolicy>,
+    /// gSDE: the exploration weights acting uses now (empty until first drawn), exploring
+    /// acts since they were drawn, and whether an update happened since.
+    sde_weights: Vec<f32>,
+    sde_acts: u64,
+    sde_stale: bool,
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
     progress: Progress,
@@ -87,6 +92,7 @@ impl Sac {
         let actor = GaussianTanhPolicyConfig::new(obs_dim, act_dim)
             .with_hidden(config.hidden.clone())
             .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
+            .with_sde(config.use_sde.then_some(config.sde_log_std_init as f32))
             .init(&learn)?;
         let critic =
             CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone()).init(&learn)?;
@@ -112,6 +118,9 @@ impl Sac {
             act_rng: rng.fork(2),
             acting,
             frozen,
+            sde_weights: Vec::new(),
+            sde_acts: 0,
+            sde_stale: true,
             worker: None,
             progress: Progress::default(),
             learn,
@@ -148,9 +157,11 @@ impl Sac {
     /// The update's tensors from a checked batch, with noise drawn from `rng`.
     fn inputs(&self, batch: &Batch, rng: &mut EmberRng) -> Inputs {
         let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
-        let mut noise = Vec::with_capacity(2 * b * a);
-        ember_nn::noise::fill_standard_normal(2 * b * a, rng, &mut noise);
-        let (noise_next, noise_pi) = noise.split_at(b * a);
+        // [b, a] per row, or one [features, a] matrix with gSDE.
+        let [rows, cols] = self.actor.noise_shape(b);
+        let mut noise = Vec::with_capacity(2 * rows * cols);
+        ember_nn::noise::fill_standard_normal(2 * rows * cols, rng, &mut noise);
+        let (noise_next, noise_pi) = noise.split_at(rows * cols);
         Inputs {
             obs: matrix(&batch.obs, b, o, &self.learn),
             action: matrix(&batch.action, b, a, &self.learn),
@@ -159,8 +170,8 @@ impl Sac {
             terminated: column(&batch.terminated, &self.plain),
             discount: (!batch.discount.is_empty()).then(|| column(&batch.discount, &self.plain)),
             weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
-            noise_next: matrix(noise_next, b, a, &self.plain),
-            noise_pi: matrix(noise_pi, b, a, &self.learn),
+            noise_next: matrix(noise_next, rows, cols, &self.plain),
+            noise_pi: matrix(noise_pi, rows, cols, &self.learn),
         }
     }
 
@@ -287,7 +298,20 @@ impl Agent for Sac {
         }
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let policy = self.acting.module();
-        if explore {
+        if explore && policy.is_sde() {
+            let every = self.config.sde_sample_freq;
+            let due = if every == 0 {
+                self.sde_stale
+            } else {
+                self.sde_acts.is_multiple_of(every)
+            };
+            if due || self.sde_weights.is_empty() {
+                self.sde_weights = policy.sde_weights(&mut self.act_rng);
+                (self.sde_acts, self.sde_stale) = (0, false);
+            }
+            self.sde_acts += 1;
+            policy.act_host_sde(x, &self.sde_weights, out);
+        } else if explore {
             policy.act_host(x, &mut self.act_rng, out);
         } else {
             *out = crate::tensors::host(policy.deterministic(x));
@@ -335,6 +359,7 @@ impl OffPolicyLearner for Sac {
             self.temperature = t;
         }
         self.noise_rng = rng;
+        self.sde_stale = true;
         if self.acting.after_update(&self.actor) {
             self.refresh_frozen()?;
         }
@@ -393,7 +418,10 @@ impl TrainingState for Sac {
             .rng(&self.act_rng)
             .u64(self.progress.env_steps)
             .u64(self.progress.updates)
-            .u64(self.acting.since());
+            .u64(self.acting.since())
+            .f32s(&self.sde_weights)
+            .u64(self.sde_acts)
+            .bool(self.sde_stale);
         save_scalars(dir, "sac", w)
     }
 
@@ -406,7 +434,7 @@ impl TrainingState for Sac {
         let critic_optim = load_optim(&locked(&self.critic_optim), dir, "critic_optim")?;
         let alpha_optim = load_optim(&self.alpha_optim, dir, "alpha_optim")?;
         let acting = self.acting.load_module(dir)?;
-        let (alpha, noise_rng, act_rng, progress, since) = load_scalars(dir, "sac", |r| {
+        let (alpha, noise_rng, act_rng, progress, since, sde) = load_scalars(dir, "sac", |r| {
             Ok((
                 r.f64()?,
                 r.rng()?,
@@ -416,6 +444,11 @@ impl TrainingState for Sac {
                     updates: r.u64()?,
                 },
                 r.u64()?,
+                // gSDE's acting state; snapshots written before gSDE end here.
+                match r.at_end() {
+                    true => (Vec::new(), 0, true),
+                    false => (r.f32s(None)?, r.u64()?, r.bool()?),
+                },
             ))
         })?;
         (self.actor, self.critic, self.target) = (actor, critic, target);
@@ -425,6 +458,7 @@ impl TrainingState for Sac {
         self.acting.restore(acting, since);
         self.refresh_frozen()?;
         (self.alpha, self.noise_rng, self.act_rng) = (alpha, noise_rng, act_rng);
+        (self.sde_weights, self.sde_acts, self.sde_stale) = sde;
         self.progress = progress;
         Ok(())
     }
