@@ -53,6 +53,10 @@ pub(crate) struct PgSettings {
     pub log_std_init: f64,
     /// A tanh-squashed Gaussian (actions inside the box) instead of a plain one (clipped).
     pub squash: bool,
+    /// gSDE exploration for continuous actions, and how often (exploring acts) to draw new
+    /// exploration weights (0: once per rollout).
+    pub use_sde: bool,
+    pub sde_sample_freq: u64,
     pub learning_rate: f64,
     /// Decay the learning rate linearly to 0 over the planned env steps (zoo's `lin_…`).
     pub learning_rate_linear: bool,
@@ -83,6 +87,11 @@ pub struct PolicyGradient {
     rng: EmberRng,
     acting: ActingCopy<ActorCriticNet>,
     host: HostActions,
+    /// gSDE: the exploration weights acting uses now (empty until drawn), exploring acts
+    /// since they were drawn, and whether an update happened since (a new rollout).
+    sde_weights: Vec<f32>,
+    sde_acts: u64,
+    sde_stale: bool,
     /// Share of the planned env steps still to come (1 → 0), for linear schedules.
     remaining: f64,
     progress: Progress,
@@ -104,8 +113,22 @@ impl PolicyGradient {
         devices: &Devices,
     ) -> Result<PolicyGradient> {
         let log_std_init = settings.log_std_init as f32;
+        if settings.use_sde && settings.squash {
+            return Err(Error::invalid(
+                format!("{} use_sde with squash_output", settings.name),
+                "both",
+                "one of them (gSDE here drives a plain Gaussian)",
+            ));
+        }
         let (head, action_box) = match action_space {
             Space::Discrete(d) => (PolicyHead::Categorical { actions: d.n() }, None),
+            Space::Box(b) if settings.use_sde => (
+                PolicyHead::GaussianSde {
+                    act_dim: b.dim(),
+                    log_std_init,
+                },
+                Some(b.clone()),
+            ),
             Space::Box(b) if settings.squash => (
                 PolicyHead::TanhGaussian {
                     low: b.low().to_vec(),
@@ -143,6 +166,9 @@ impl PolicyGradient {
             optim: settings.optimizer.build(settings.max_grad_norm, &learn),
             rng: EmberRng::seed_from(settings.seed).fork(4),
             host: HostActions::default(),
+            sde_weights: Vec::new(),
+            sde_acts: 0,
+            sde_stale: true,
             remaining: 1.0,
             progress: Progress::default(),
             learn,
@@ -161,9 +187,26 @@ impl PolicyGradient {
     fn act_into(&mut self, obs: &[f32], sample: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = ember_core::denormals::flush_denormals_here();
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
-        self.acting
-            .module()
-            .act_host(x, sample, &mut self.rng, &mut self.host);
+        let net = self.acting.module();
+        if let PolicyHead::GaussianSde { .. } = self.head {
+            if sample {
+                let every = self.settings.sde_sample_freq;
+                let due = match every {
+                    0 => self.sde_stale,
+                    n => self.sde_acts.is_multiple_of(n),
+                };
+                if due || self.sde_weights.is_empty() {
+                    self.sde_weights = net.sde_weights(&mut self.rng);
+                    (self.sde_acts, self.sde_stale) = (0, false);
+                }
+                self.sde_acts += 1;
+                net.act_host_sde(x, &self.sde_weights, &mut self.host);
+            } else {
+                net.act_host_sde(x, &[], &mut self.host);
+            }
+        } else {
+            net.act_host(x, sample, &mut self.rng, &mut self.host);
+        }
         match &self.action_box {
             None => {
                 let out = out.discrete_mut(self.settings.name)?;
@@ -482,6 +525,7 @@ impl OnPolicyLearner for PolicyGradient {
             }
         };
         self.acting.after_update(&self.net);
+        self.sde_stale = true;
         Ok(metrics)
     }
 
@@ -509,7 +553,10 @@ impl TrainingState for PolicyGradient {
         w.rng(&self.rng)
             .u64(self.progress.env_steps)
             .u64(self.progress.updates)
-            .u64(self.acting.since());
+            .u64(self.acting.since())
+            .f32s(&self.sde_weights)
+            .u64(self.sde_acts)
+            .bool(self.sde_stale);
         save_scalars(dir, self.settings.name, w)
     }
 
@@ -517,7 +564,7 @@ impl TrainingState for PolicyGradient {
         let net = load_net(self.net.clone(), dir, "actor_critic")?;
         let optim = load_optim(&self.optim, dir, "optim")?;
         let acting = self.acting.load_module(dir)?;
-        let (rng, progress, since) = load_scalars(dir, self.settings.name, |r| {
+        let (rng, progress, since, sde) = load_scalars(dir, self.settings.name, |r| {
             Ok((
                 r.rng()?,
                 Progress {
@@ -525,11 +572,17 @@ impl TrainingState for PolicyGradient {
                     updates: r.u64()?,
                 },
                 r.u64()?,
+                // gSDE's acting state; snapshots written before gSDE end here.
+                match r.at_end() {
+                    true => (Vec::new(), 0, true),
+                    false => (r.f32s(None)?, r.u64()?, r.bool()?),
+                },
             ))
         })?;
         (self.net, self.optim) = (net, optim);
         self.acting.restore(acting, since);
         (self.rng, self.progress) = (rng, progress);
+        (self.sde_weights, self.sde_acts, self.sde_stale) = sde;
         Ok(())
     }
 }

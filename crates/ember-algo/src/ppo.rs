@@ -34,6 +34,13 @@ pub struct PpoConfig {
     /// A tanh-squashed Gaussian whose actions stay inside the box, instead of a plain
     /// Gaussian whose samples are clipped to it (SB3's `squash_output`).
     pub squash_output: bool,
+    /// Explore with gSDE on continuous actions (generalised state-dependent exploration,
+    /// Raffin et al. 2021, as zoo uses it): noise that is a smooth function of the state;
+    /// `log_std_init` is then the exploration weights' initial `log σ`.
+    pub use_sde: bool,
+    /// gSDE: draw new exploration weights every this many steps of a rollout (0, SB3's −1:
+    /// once per rollout).
+    pub sde_sample_freq: u64,
     /// Learning rate (Adam).
     pub learning_rate: f64,
     /// Decay the learning rate linearly to 0 over the run (zoo's `lin_…`).
@@ -79,6 +86,8 @@ impl Default for PpoConfig {
             orthogonal_init: true,
             log_std_init: 0.0,
             squash_output: false,
+            use_sde: false,
+            sde_sample_freq: 0,
             learning_rate: 3e-4,
             learning_rate_linear: false,
             batch_size: 64,
@@ -124,7 +133,7 @@ impl Validate for PpoConfig {
 impl PpoConfig {
     /// rl-baselines3-zoo's hyper-parameters for `env_id`, with the trainer settings and
     /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 100k steps),
-    /// `Pendulum-v1` (4 envs, 100k steps; zoo adds gSDE, which this learner does not have).
+    /// `Pendulum-v1` (4 envs, 100k steps, gSDE).
     ///
     /// # Errors
     /// An env id without a preset.
@@ -156,6 +165,8 @@ impl PpoConfig {
                     gamma: 0.9,
                     gae_lambda: 0.95,
                     clip_range: 0.2,
+                    use_sde: true,
+                    sde_sample_freq: 4,
                     ..PpoConfig::default()
                 },
                 OnPolicyConfig {
@@ -194,6 +205,8 @@ impl PpoConfig {
             orthogonal_init: self.orthogonal_init,
             log_std_init: self.log_std_init,
             squash: self.squash_output,
+            use_sde: self.use_sde,
+            sde_sample_freq: self.sde_sample_freq,
             learning_rate: self.learning_rate,
             learning_rate_linear: self.learning_rate_linear,
             optimizer: OptimizerKind::Adam,

@@ -106,6 +106,8 @@ impl ReinforceConfig {
             orthogonal_init: false,
             log_std_init: 0.0,
             squash: false,
+            use_sde: false,
+            sde_sample_freq: 0,
             learning_rate_linear: false,
             ppo: None,
         };

@@ -70,6 +70,17 @@ fn continuous_policies_train_and_act_inside_the_box() {
         ),
         ("PPO", PpoConfig::default().build(&o, &a, &devices).unwrap()),
         (
+            "PPO gSDE",
+            PpoConfig {
+                use_sde: true,
+                log_std_init: 2.0,
+                sde_sample_freq: 5,
+                ..PpoConfig::default()
+            }
+            .build(&o, &a, &devices)
+            .unwrap(),
+        ),
+        (
             "PPO squashed",
             PpoConfig {
                 squash_output: true,
@@ -88,7 +99,7 @@ fn continuous_policies_train_and_act_inside_the_box() {
             report.last_metrics.get("policy_loss").unwrap().is_finite(),
             "{name}"
         );
-        // Log σ = 0: a third of the raw samples fall outside [-2, 2]; the env gets them clipped.
+        // Log σ = 0 (gSDE: 2): many raw samples fall outside [-2, 2]; the env gets them clipped.
         let obs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin()).collect();
         let mut out = ActionBuf::Continuous(Vec::new());
         let mut record = ActingRecord::default();
@@ -118,7 +129,11 @@ fn continuous_policies_train_and_act_inside_the_box() {
 #[test]
 fn recorded_log_probs_belong_to_the_acting_policy_even_when_it_lags() {
     let device = ember_backend::DeviceSpec::Flex.device().unwrap();
-    for space in ["CartPole-v1", "Pendulum-v1"] {
+    for (space, use_sde) in [
+        ("CartPole-v1", false),
+        ("Pendulum-v1", false),
+        ("Pendulum-v1", true),
+    ] {
         let mut env = SyncVecEnv::from_id(space, 2).unwrap();
         let (o, a) = (
             env.single_observation_space().clone(),
@@ -127,6 +142,7 @@ fn recorded_log_probs_belong_to_the_acting_policy_even_when_it_lags() {
         let mut ppo = PpoConfig {
             sync_every: 1_000,
             learning_rate: 1e-2,
+            use_sde,
             ..PpoConfig::default()
         }
         .build(&o, &a, &ember_algo::Devices::same(&device))

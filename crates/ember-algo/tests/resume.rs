@@ -370,8 +370,9 @@ fn a2c_resumes_bit_for_bit() {
     });
 }
 
-/// PPO on a continuous task: minibatch shuffles, the recorded log-probabilities and
-/// unclipped actions, and the linear learning-rate and clip-range decay all resume.
+/// PPO with gSDE on a continuous task: minibatch shuffles, the recorded log-probabilities
+/// and unclipped actions, the kept exploration weights, and the linear learning-rate and
+/// clip-range decay all resume.
 #[test]
 fn ppo_resumes_bit_for_bit() {
     let _serial = common::serial();
@@ -391,6 +392,8 @@ fn ppo_resumes_bit_for_bit() {
             learning_rate_linear: true,
             clip_range_linear: true,
             clip_range_vf: Some(0.5),
+            use_sde: true,
+            sde_sample_freq: 3,
             seed: 7,
             ..ember_algo::PpoConfig::default()
         }

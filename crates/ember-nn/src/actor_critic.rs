@@ -12,6 +12,9 @@ use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::{EmberRng, Error, Result};
 
+/// Added to gSDE's variance before the square root (SB3's `epsilon`).
+const SDE_EPS: f64 = 1e-6;
+
 /// The action distribution of an [`ActorCriticNet`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum PolicyHead {
@@ -27,6 +30,17 @@ pub enum PolicyHead {
         /// Action width.
         act_dim: usize,
         /// Initial `log σ` of every action dimension (SB3: 0).
+        log_std_init: f32,
+    },
+    /// gSDE (generalised state-dependent exploration, Raffin et al. 2021): `μ(s) + z(s)·Θ`
+    /// with `z(s)` the policy's last hidden features (no gradient through them) and
+    /// exploration weights `Θ = σ ⊙ E`, `σ = exp(log_std)` a learned `[features, act_dim]`
+    /// matrix, kept by the actor for several steps; per state the action is
+    /// `N(μ, z²·σ² + 1e-6)`. Unbounded, clipped by the caller like [`PolicyHead::Gaussian`].
+    GaussianSde {
+        /// Action width.
+        act_dim: usize,
+        /// Initial `log σ` of every exploration weight (SB3: 0 for PPO / A2C).
         log_std_init: f32,
     },
     /// `tanh(u)·scale + bias`, `u ~ N(μ(s), exp(log_std))`: actions always inside
@@ -46,7 +60,9 @@ impl PolicyHead {
     pub fn outputs(&self) -> usize {
         match self {
             PolicyHead::Categorical { actions } => *actions,
-            PolicyHead::Gaussian { act_dim, .. } => *act_dim,
+            PolicyHead::Gaussian { act_dim, .. } | PolicyHead::GaussianSde { act_dim, .. } => {
+                *act_dim
+            }
             PolicyHead::TanhGaussian { low, .. } => low.len(),
         }
     }
@@ -65,7 +81,8 @@ impl PolicyHead {
         }
         match self {
             PolicyHead::Categorical { .. } => Ok(()),
-            PolicyHead::Gaussian { log_std_init, .. } => check_log_std(*log_std_init),
+            PolicyHead::Gaussian { log_std_init, .. }
+            | PolicyHead::GaussianSde { log_std_init, .. } => check_log_std(*log_std_init),
             PolicyHead::TanhGaussian {
                 low,
                 high,
@@ -140,8 +157,17 @@ impl ActorCriticNetConfig {
                 Ok(None)
             }
         };
+        let sde_log_std = match &self.head {
+            PolicyHead::GaussianSde { log_std_init, .. } => {
+                Some(Param::from_tensor(Tensor::from_data(
+                    TensorData::new(vec![*log_std_init; last * k], [last, k]),
+                    device,
+                )))
+            }
+            _ => None,
+        };
         let log_std = match &self.head {
-            PolicyHead::Categorical { .. } => None,
+            PolicyHead::Categorical { .. } | PolicyHead::GaussianSde { .. } => None,
             PolicyHead::Gaussian { log_std_init, .. }
             | PolicyHead::TanhGaussian { log_std_init, .. } => Some(Param::from_tensor(
                 Tensor::from_data(TensorData::new(vec![*log_std_init; k], [k]), device),
@@ -176,6 +202,7 @@ impl ActorCriticNetConfig {
             policy,
             value,
             log_std,
+            sde_log_std,
             activation: self.activation,
             head: self.head.clone(),
             scale,
@@ -196,6 +223,8 @@ pub struct ActorCriticNet {
     pub value: Option<Mlp>,
     /// Learned `log σ` of a Gaussian head (`None` for a categorical one).
     pub log_std: Option<Param<Tensor<1>>>,
+    /// gSDE's learned `log σ` of the exploration weights, `[features, act_dim]`.
+    pub sde_log_std: Option<Param<Tensor<2>>>,
     /// Nonlinearity applied after the trunk.
     #[module(skip)]
     pub activation: Activation,
@@ -260,6 +289,36 @@ impl ActorCriticNet {
         self.policy.output_dim()
     }
 
+    /// gSDE: the policy outputs (means), the detached features, the values, and the
+    /// per-row `log σ = ½ log(z²·σ² + ε)`.
+    fn sde_forward(&self, obs: Tensor<2>) -> (Tensor<2>, Tensor<2>, Option<Tensor<2>>, Tensor<2>) {
+        let features = self.features(obs);
+        let values = self.value.as_ref().map(|v| v.forward(features.clone()));
+        let (latent, mean) = self.policy.forward_latent(features);
+        let latent = latent.detach();
+        let sigma = self.sde_log_std.as_ref().expect("gSDE head").val().exp();
+        let var = (latent.clone() * latent.clone()).matmul(sigma.clone() * sigma);
+        let log_std = var.add_scalar(SDE_EPS).log().mul_scalar(0.5);
+        (mean, latent, values, log_std)
+    }
+
+    /// gSDE's exploration weights `Θ = σ ⊙ E` on the host (`[features, act_dim]`
+    /// row-major, `E` from `rng`), which an actor keeps for several steps; empty for other
+    /// heads.
+    pub fn sde_weights(&self, rng: &mut EmberRng) -> Vec<f32> {
+        let Some(p) = &self.sde_log_std else {
+            return Vec::new();
+        };
+        let log_std: Vec<f32> = p
+            .val()
+            .into_data()
+            .try_into_vec_as::<f32>()
+            .expect("float parameter");
+        let mut e = Vec::with_capacity(log_std.len());
+        crate::noise::fill_standard_normal(log_std.len(), rng, &mut e);
+        e.iter().zip(&log_std).map(|(e, l)| e * l.exp()).collect()
+    }
+
     /// `log σ` broadcast to `[rows, k]` (Gaussian heads).
     fn log_std_rows(&self, rows: usize) -> Option<Tensor<2>> {
         let ls = self.log_std.as_ref()?.val();
@@ -274,6 +333,14 @@ impl ActorCriticNet {
     /// `log π(a|s)`, the entropy and `V(s)` for observations `[batch, obs_dim]` and stored
     /// actions `[batch, action_width]` (discrete indices as `f32`), differentiable.
     pub fn evaluate(&self, obs: Tensor<2>, actions: Tensor<2>) -> PolicyEval {
+        if let PolicyHead::GaussianSde { .. } = self.head {
+            let (mean, _, values, log_std) = self.sde_forward(obs);
+            return PolicyEval {
+                log_prob: gaussian_log_prob(mean, log_std.clone(), actions),
+                entropy: gaussian_entropy(log_std),
+                values,
+            };
+        }
         let (out, values) = self.forward(obs);
         let [b, _] = out.dims();
         let (log_prob, entropy) = match &self.head {
@@ -287,6 +354,7 @@ impl ActorCriticNet {
                     gaussian_entropy(log_std),
                 )
             }
+            PolicyHead::GaussianSde { .. } => unreachable!("handled above"),
             PolicyHead::TanhGaussian { .. } => {
                 let log_std = self.log_std_rows(b).expect("Gaussian head has log_std");
                 let device = out.device();
@@ -311,6 +379,8 @@ impl ActorCriticNet {
     /// Acts on a batch as an actor needs it: one forward pass, then on the host the
     /// actions (sampled with noise from `rng` when `sample`, else the mode), their
     /// log-probabilities under this network, and the state values. `out` is cleared first.
+    /// A gSDE head draws new exploration weights for this call; see
+    /// [`ActorCriticNet::act_host_sde`] to keep them over calls.
     pub fn act_host(
         &self,
         obs: Tensor<2>,
@@ -318,6 +388,14 @@ impl ActorCriticNet {
         rng: &mut EmberRng,
         out: &mut HostActions,
     ) {
+        if let PolicyHead::GaussianSde { .. } = self.head {
+            let weights = if sample {
+                self.sde_weights(rng)
+            } else {
+                Vec::new()
+            };
+            return self.act_host_sde(obs, &weights, out);
+        }
         let (policy, values) = self.forward(obs);
         let policy = policy.into_data();
         let policy: &[f32] = policy.as_slice().expect("float output");
@@ -339,6 +417,7 @@ impl ActorCriticNet {
             None => Vec::new(),
         };
         match &self.head {
+            PolicyHead::GaussianSde { .. } => unreachable!("handled above"),
             PolicyHead::Categorical { .. } => categorical_host(
                 policy,
                 k,
@@ -374,6 +453,51 @@ impl ActorCriticNet {
                     out.log_probs.push(lp);
                 }
             }
+        }
+    }
+
+    /// gSDE acting with kept exploration weights `theta` (from
+    /// [`ActorCriticNet::sde_weights`]; empty: the mode `μ(s)`): actions `μ + z·Θ`, their
+    /// log-probabilities `N(a; μ, z²σ² + ε)` and the values, into `out` (cleared).
+    ///
+    /// # Panics
+    /// If the head is not gSDE or `theta` is neither empty nor `features × act_dim`.
+    pub fn act_host_sde(&self, obs: Tensor<2>, theta: &[f32], out: &mut HostActions) {
+        let (mean, latent, values, log_std) = self.sde_forward(obs);
+        let host =
+            |t: Tensor<2>| -> Vec<f32> { t.into_data().try_into_vec_as::<f32>().expect("float") };
+        let (mean, latent, log_std) = (host(mean), host(latent), host(log_std));
+        let a = self.head.outputs();
+        let k = latent.len() / (mean.len() / a).max(1);
+        assert!(
+            theta.is_empty() || theta.len() == k * a,
+            "gSDE weights: features × act_dim"
+        );
+        out.actions.clear();
+        out.log_probs.clear();
+        out.values.clear();
+        if let Some(v) = values {
+            out.values.extend(host(v));
+        }
+        let mut z = vec![0.0f32; a];
+        for ((m, f), ls) in mean
+            .chunks_exact(a)
+            .zip(latent.chunks_exact(k))
+            .zip(log_std.chunks_exact(a))
+        {
+            for j in 0..a {
+                let noise: f32 = if theta.is_empty() {
+                    0.0
+                } else {
+                    f.iter()
+                        .enumerate()
+                        .map(|(l, f)| f * theta[l * a + j])
+                        .sum()
+                };
+                out.actions.push(m[j] + noise);
+                z[j] = noise / ls[j].exp();
+            }
+            out.log_probs.push(gaussian_log_prob_host(&z, ls));
         }
     }
 

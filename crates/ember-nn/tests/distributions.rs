@@ -39,6 +39,10 @@ fn heads() -> Vec<PolicyHead> {
             high: vec![2.0, 1.0],
             log_std_init: 0.3,
         },
+        PolicyHead::GaussianSde {
+            act_dim: 2,
+            log_std_init: -1.0,
+        },
     ]
 }
 
