@@ -58,6 +58,7 @@ fn main() -> Result<()> {
         evaluate: false,
         replay,
         prefill,
+        seed: 0,
     };
     let report = zoo::run(algo, env, &spec.device()?, &options)?;
     let kind = replay.map_or("preset", ReplayKind::as_str);

@@ -22,6 +22,8 @@ pub struct RunOptions {
     pub replay: Option<ReplayKind>,
     /// Synthetic transitions pushed into the replay buffer before training.
     pub prefill: usize,
+    /// Seed of the weights, the noise and the environments.
+    pub seed: u64,
 }
 
 /// The algorithms this runs, by the names the examples take.
@@ -50,6 +52,10 @@ pub fn run(
     match algo.to_ascii_lowercase().as_str() {
         "sac" => {
             let (config, trainer) = SacConfig::zoo(env_id)?;
+            let config = SacConfig {
+                seed: options.seed,
+                ..config
+            };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;
             let sac = config.build(
                 env.single_observation_space(),
@@ -60,6 +66,10 @@ pub fn run(
         }
         "td3" => {
             let (config, trainer) = Td3Config::zoo(env_id)?;
+            let config = Td3Config {
+                seed: options.seed,
+                ..config
+            };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;
             let td3 = config.build(
                 env.single_observation_space(),
@@ -70,6 +80,10 @@ pub fn run(
         }
         "dqn" => {
             let (config, trainer) = DqnConfig::zoo(env_id)?;
+            let config = DqnConfig {
+                seed: options.seed,
+                ..config
+            };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;
             let dqn = config.build(
                 env.single_observation_space(),
@@ -80,6 +94,10 @@ pub fn run(
         }
         "ppo" => {
             let (config, trainer, envs) = PpoConfig::zoo(env_id)?;
+            let config = PpoConfig {
+                seed: options.seed,
+                ..config
+            };
             let mut env = SyncVecEnv::from_id(env_id, envs)?;
             let mut ppo = config.build(
                 env.single_observation_space(),
@@ -92,6 +110,10 @@ pub fn run(
         }
         "a2c" => {
             let (config, trainer, envs) = A2cConfig::zoo(env_id)?;
+            let config = A2cConfig {
+                seed: options.seed,
+                ..config
+            };
             let mut env = SyncVecEnv::from_id(env_id, envs)?;
             let mut a2c = config.build(
                 env.single_observation_space(),
@@ -109,7 +131,11 @@ pub fn run(
                 ..OnPolicyConfig::default()
             };
             let mut env = SyncVecEnv::from_id(env_id, 8)?;
-            let mut learner = ReinforceConfig::default().build(
+            let mut learner = ReinforceConfig {
+                seed: options.seed,
+                ..ReinforceConfig::default()
+            }
+            .build(
                 env.single_observation_space(),
                 env.single_action_space(),
                 &devices,
@@ -132,6 +158,7 @@ fn on_policy_settings(trainer: OnPolicyConfig, options: &RunOptions) -> OnPolicy
         total_steps,
         eval_every: eval_every(options, total_steps),
         eval_episodes: eval_episodes(options),
+        seed: options.seed,
         ..trainer
     }
 }
@@ -146,6 +173,7 @@ fn off_policy<L: OffPolicyLearner>(
     trainer.total_steps = options.steps.unwrap_or(trainer.total_steps);
     trainer.eval_every = eval_every(options, trainer.total_steps);
     trainer.eval_episodes = eval_episodes(options);
+    trainer.seed = options.seed;
     if let Some(kind) = options.replay {
         trainer.replay.kind = kind;
     }
