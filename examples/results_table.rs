@@ -8,7 +8,8 @@
 //! `cargo run --release --example results_table -- [backends…] [--only ALGO] [--seeds N]
 //! [--jobs J] [--plot DIR]` (backends: `flex` (default), `ndarray`, `tch:cpu` with
 //! `--features tch`; seeds `0..N`, default 5; J runs at once, each its own process,
-//! default 1).
+//! default 1). `--cache DIR` keeps each run's report there and reuses it on the next
+//! call (an interrupted table picks up where it stopped).
 
 #[path = "common/zoo.rs"]
 mod zoo;
@@ -131,12 +132,32 @@ fn parse_run(out: &[u8]) -> Result<Run> {
     })
 }
 
-/// Runs every (task, backend, seed) as a child process of this example, `jobs` at once.
-fn run_all(jobs: &[(usize, DeviceSpec, u64)], parallel: usize) -> Result<Vec<Run>> {
+/// Where `--cache` keeps the report of one run.
+fn cache_file(dir: &str, (t, spec, seed): (usize, DeviceSpec, u64)) -> std::path::PathBuf {
+    let task = &TASKS[t];
+    let name = format!("{}-{}-{spec}-s{seed}.json", task.algo, task.env).replace(':', "_");
+    std::path::Path::new(dir).join(name)
+}
+
+/// Runs every (task, backend, seed) as a child process of this example, `jobs` at once,
+/// reusing the reports cached in `cache`.
+fn run_all(
+    jobs: &[(usize, DeviceSpec, u64)],
+    parallel: usize,
+    cache: Option<&str>,
+) -> Result<Vec<Run>> {
     let exe = std::env::current_exe().map_err(|e| Error::invalid("current exe", e, "readable"))?;
-    let mut queue: VecDeque<usize> = (0..jobs.len()).collect();
-    let mut running: Vec<(usize, Child)> = Vec::new();
     let mut done: Vec<Option<Run>> = vec![None; jobs.len()];
+    if let Some(dir) = cache {
+        std::fs::create_dir_all(dir).map_err(|e| Error::invalid("--cache", dir, e.to_string()))?;
+        for (i, &job) in jobs.iter().enumerate() {
+            if let Ok(bytes) = std::fs::read(cache_file(dir, job)) {
+                done[i] = parse_run(&bytes).ok();
+            }
+        }
+    }
+    let mut queue: VecDeque<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+    let mut running: Vec<(usize, Child)> = Vec::new();
     while !queue.is_empty() || !running.is_empty() {
         while running.len() < parallel.max(1)
             && let Some(i) = queue.pop_front()
@@ -169,6 +190,11 @@ fn run_all(jobs: &[(usize, DeviceSpec, u64)], parallel: usize) -> Result<Vec<Run
             TASKS[t].algo, TASKS[t].env
         );
         done[i] = Some(parse_run(&out.stdout)?);
+        if let Some(dir) = cache {
+            let path = cache_file(dir, jobs[i]);
+            std::fs::write(&path, &out.stdout)
+                .map_err(|e| Error::invalid("--cache", path.display(), e.to_string()))?;
+        }
     }
     Ok(done
         .into_iter()
@@ -228,7 +254,8 @@ fn main() -> Result<()> {
     let seeds = number(&args, "--seeds", 5)? as u64;
     let parallel = number(&args, "--jobs", 1)?;
     let plot_dir = flag(&args, "--plot");
-    let values: Vec<&str> = ["--only", "--seeds", "--jobs", "--plot"]
+    let cache = flag(&args, "--cache");
+    let values: Vec<&str> = ["--only", "--seeds", "--jobs", "--plot", "--cache"]
         .iter()
         .filter_map(|f| flag(&args, f))
         .collect();
@@ -253,7 +280,7 @@ fn main() -> Result<()> {
             }
         }
     }
-    let runs = run_all(&jobs, parallel)?;
+    let runs = run_all(&jobs, parallel, cache)?;
     println!(
         "| algorithm | env | backend | seeds | final eval mean ± std | final eval IQM [95% CI] | best eval (mean) | env steps | wall time per run | zoo |"
     );
