@@ -87,6 +87,7 @@ pub mod replay;
 mod report;
 pub mod sac;
 mod schedule;
+mod sde;
 mod td3;
 pub mod tensors;
 mod trainer;

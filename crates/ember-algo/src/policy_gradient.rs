@@ -14,6 +14,7 @@ use crate::learner::{
     check_discrete_actions,
 };
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::sde::SdeSchedule;
 use crate::tensors::{column, host, matrix};
 use crate::training_state::{
     TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
@@ -87,11 +88,8 @@ pub struct PolicyGradient {
     rng: EmberRng,
     acting: ActingCopy<ActorCriticNet>,
     host: HostActions,
-    /// gSDE: the exploration weights acting uses now (empty until drawn), exploring acts
-    /// since they were drawn, and whether an update happened since (a new rollout).
-    sde_weights: Vec<f32>,
-    sde_acts: u64,
-    sde_stale: bool,
+    /// gSDE: the exploration weights acting uses now and when to draw new ones.
+    sde: SdeSchedule,
     /// Share of the planned env steps still to come (1 → 0), for linear schedules.
     remaining: f64,
     progress: Progress,
@@ -166,9 +164,7 @@ impl PolicyGradient {
             optim: settings.optimizer.build(settings.max_grad_norm, &learn),
             rng: EmberRng::seed_from(settings.seed).fork(4),
             host: HostActions::default(),
-            sde_weights: Vec::new(),
-            sde_acts: 0,
-            sde_stale: true,
+            sde: SdeSchedule::new(settings.sde_sample_freq),
             remaining: 1.0,
             progress: Progress::default(),
             learn,
@@ -190,17 +186,9 @@ impl PolicyGradient {
         let net = self.acting.module();
         if let PolicyHead::GaussianSde { .. } = self.head {
             if sample {
-                let every = self.settings.sde_sample_freq;
-                let due = match every {
-                    0 => self.sde_stale,
-                    n => self.sde_acts.is_multiple_of(n),
-                };
-                if due || self.sde_weights.is_empty() {
-                    self.sde_weights = net.sde_weights(&mut self.rng);
-                    (self.sde_acts, self.sde_stale) = (0, false);
-                }
-                self.sde_acts += 1;
-                net.act_host_sde(x, &self.sde_weights, &mut self.host);
+                let rng = &mut self.rng;
+                let weights = self.sde.weights(|| net.sde_weights(rng));
+                net.act_host_sde(x, weights, &mut self.host);
             } else {
                 net.act_host_sde(x, &[], &mut self.host);
             }
@@ -525,7 +513,7 @@ impl OnPolicyLearner for PolicyGradient {
             }
         };
         self.acting.after_update(&self.net);
-        self.sde_stale = true;
+        self.sde.updated();
         Ok(metrics)
     }
 
@@ -553,10 +541,8 @@ impl TrainingState for PolicyGradient {
         w.rng(&self.rng)
             .u64(self.progress.env_steps)
             .u64(self.progress.updates)
-            .u64(self.acting.since())
-            .f32s(&self.sde_weights)
-            .u64(self.sde_acts)
-            .bool(self.sde_stale);
+            .u64(self.acting.since());
+        self.sde.save(&mut w);
         save_scalars(dir, self.settings.name, w)
     }
 
@@ -572,17 +558,13 @@ impl TrainingState for PolicyGradient {
                     updates: r.u64()?,
                 },
                 r.u64()?,
-                // gSDE's acting state; snapshots written before gSDE end here.
-                match r.at_end() {
-                    true => (Vec::new(), 0, true),
-                    false => (r.f32s(None)?, r.u64()?, r.bool()?),
-                },
+                self.sde.load(r)?,
             ))
         })?;
         (self.net, self.optim) = (net, optim);
         self.acting.restore(acting, since);
         (self.rng, self.progress) = (rng, progress);
-        (self.sde_weights, self.sde_acts, self.sde_stale) = sde;
+        self.sde = sde;
         Ok(())
     }
 }

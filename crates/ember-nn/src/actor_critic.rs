@@ -306,17 +306,10 @@ impl ActorCriticNet {
     /// row-major, `E` from `rng`), which an actor keeps for several steps; empty for other
     /// heads.
     pub fn sde_weights(&self, rng: &mut EmberRng) -> Vec<f32> {
-        let Some(p) = &self.sde_log_std else {
-            return Vec::new();
-        };
-        let log_std: Vec<f32> = p
-            .val()
-            .into_data()
-            .try_into_vec_as::<f32>()
-            .expect("float parameter");
-        let mut e = Vec::with_capacity(log_std.len());
-        crate::noise::fill_standard_normal(log_std.len(), rng, &mut e);
-        e.iter().zip(&log_std).map(|(e, l)| e * l.exp()).collect()
+        match &self.sde_log_std {
+            Some(p) => crate::distributions::sde_weights(p, rng),
+            None => Vec::new(),
+        }
     }
 
     /// `log σ` broadcast to `[rows, k]` (Gaussian heads).

@@ -9,8 +9,10 @@
 //!   `log π(a) = log N(u; μ, σ) − Σ_i log(scale_i (1 − tanh² u_i))` with the stable form
 //!   `log(1 − tanh² u) = 2 (log 2 − u − softplus(−2u))`; no closed-form entropy.
 
+use burn::module::Param;
 use burn::tensor::Tensor;
 use burn::tensor::activation::softplus;
+use ember_core::EmberRng;
 
 /// `½ log 2π`.
 pub const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
@@ -112,4 +114,17 @@ pub fn categorical_host(
         actions.push(pick as f32);
         log_probs.push(((row[pick] - max) as f64 - total.ln()) as f32);
     }
+}
+
+/// gSDE's exploration weights `Θ = exp(log_std) ⊙ E` on the host (row-major like
+/// `log_std`, `E` standard normal from `rng`): what an actor keeps between resamples.
+pub fn sde_weights(log_std: &Param<Tensor<2>>, rng: &mut EmberRng) -> Vec<f32> {
+    let log_std: Vec<f32> = log_std
+        .val()
+        .into_data()
+        .try_into_vec_as::<f32>()
+        .expect("float parameter");
+    let mut e = Vec::with_capacity(log_std.len());
+    crate::noise::fill_standard_normal(log_std.len(), rng, &mut e);
+    e.iter().zip(&log_std).map(|(e, l)| e * l.exp()).collect()
 }

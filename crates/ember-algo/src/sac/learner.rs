@@ -10,6 +10,7 @@ use crate::config::Validate;
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::optimizer::OptimizerKind;
+use crate::sde::SdeSchedule;
 use crate::tensors::{column, matrix};
 use crate::training_state::{
     TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
@@ -51,11 +52,8 @@ pub struct Sac {
     acting: ActingCopy<GaussianTanhPolicy>,
     /// The acting copy frozen for the host fast path (acting on flex or ndarray).
     frozen: Option<FrozenGaussianTanhPolicy>,
-    /// gSDE: the exploration weights acting uses now (empty until first drawn), exploring
-    /// acts since they were drawn, and whether an update happened since.
-    sde_weights: Vec<f32>,
-    sde_acts: u64,
-    sde_stale: bool,
+    /// gSDE: the exploration weights acting uses now and when to draw new ones.
+    sde: SdeSchedule,
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
     progress: Progress,
@@ -118,9 +116,7 @@ impl Sac {
             act_rng: rng.fork(2),
             acting,
             frozen,
-            sde_weights: Vec::new(),
-            sde_acts: 0,
-            sde_stale: true,
+            sde: SdeSchedule::new(config.sde_sample_freq),
             worker: None,
             progress: Progress::default(),
             learn,
@@ -299,18 +295,9 @@ impl Agent for Sac {
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
         let policy = self.acting.module();
         if explore && policy.is_sde() {
-            let every = self.config.sde_sample_freq;
-            let due = if every == 0 {
-                self.sde_stale
-            } else {
-                self.sde_acts.is_multiple_of(every)
-            };
-            if due || self.sde_weights.is_empty() {
-                self.sde_weights = policy.sde_weights(&mut self.act_rng);
-                (self.sde_acts, self.sde_stale) = (0, false);
-            }
-            self.sde_acts += 1;
-            policy.act_host_sde(x, &self.sde_weights, out);
+            let rng = &mut self.act_rng;
+            let weights = self.sde.weights(|| policy.sde_weights(rng));
+            policy.act_host_sde(x, weights, out);
         } else if explore {
             policy.act_host(x, &mut self.act_rng, out);
         } else {
@@ -359,7 +346,7 @@ impl OffPolicyLearner for Sac {
             self.temperature = t;
         }
         self.noise_rng = rng;
-        self.sde_stale = true;
+        self.sde.updated();
         if self.acting.after_update(&self.actor) {
             self.refresh_frozen()?;
         }
@@ -418,10 +405,8 @@ impl TrainingState for Sac {
             .rng(&self.act_rng)
             .u64(self.progress.env_steps)
             .u64(self.progress.updates)
-            .u64(self.acting.since())
-            .f32s(&self.sde_weights)
-            .u64(self.sde_acts)
-            .bool(self.sde_stale);
+            .u64(self.acting.since());
+        self.sde.save(&mut w);
         save_scalars(dir, "sac", w)
     }
 
@@ -444,11 +429,7 @@ impl TrainingState for Sac {
                     updates: r.u64()?,
                 },
                 r.u64()?,
-                // gSDE's acting state; snapshots written before gSDE end here.
-                match r.at_end() {
-                    true => (Vec::new(), 0, true),
-                    false => (r.f32s(None)?, r.u64()?, r.bool()?),
-                },
+                self.sde.load(r)?,
             ))
         })?;
         (self.actor, self.critic, self.target) = (actor, critic, target);
@@ -458,7 +439,7 @@ impl TrainingState for Sac {
         self.acting.restore(acting, since);
         self.refresh_frozen()?;
         (self.alpha, self.noise_rng, self.act_rng) = (alpha, noise_rng, act_rng);
-        (self.sde_weights, self.sde_acts, self.sde_stale) = sde;
+        self.sde = sde;
         self.progress = progress;
         Ok(())
     }
