@@ -5,7 +5,7 @@
 //! run, beside zoo's published score. With `--plot DIR` it also draws, per environment, the
 //! evaluation curves (mean over seeds and its 95% bootstrap band) of every algorithm.
 //!
-//! `cargo run --release --example results_table -- [backends…] [--only ALGO] [--seeds N]
+//! `cargo run --release --example results_table -- [backends…] [--only ALGO[:ENV]] [--seeds N]
 //! [--jobs J] [--plot DIR]` (backends: `flex` (default), `ndarray`, `tch:cpu` with
 //! `--features tch`; seeds `0..N`, default 5; J runs at once, each its own process,
 //! default 1). `--cache DIR` keeps each run's report there and reuses it on the next
@@ -250,7 +250,11 @@ fn main() -> Result<()> {
             .map_err(|_| Error::invalid("seed", a(4), "a number"))?;
         return child(a(1), a(2), a(3).parse()?, seed);
     }
-    let only = flag(&args, "--only").map(str::to_ascii_uppercase);
+    // `--only PPO` or `--only SAC:Pendulum-v1`.
+    let only = flag(&args, "--only").map(|o| match o.split_once(':') {
+        Some((a, e)) => (a.to_ascii_uppercase(), Some(e.to_string())),
+        None => (o.to_ascii_uppercase(), None),
+    });
     let seeds = number(&args, "--seeds", 5)? as u64;
     let parallel = number(&args, "--jobs", 1)?;
     let plot_dir = flag(&args, "--plot");
@@ -270,7 +274,11 @@ fn main() -> Result<()> {
         specs.push(DeviceSpec::Flex);
     }
     let tasks: Vec<usize> = (0..TASKS.len())
-        .filter(|&t| only.as_deref().is_none_or(|o| o == TASKS[t].algo))
+        .filter(|&t| {
+            only.as_ref().is_none_or(|(a, e)| {
+                *a == TASKS[t].algo && e.as_ref().is_none_or(|e| e == TASKS[t].env)
+            })
+        })
         .collect();
     let mut jobs = Vec::new();
     for &t in &tasks {
