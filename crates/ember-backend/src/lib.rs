@@ -14,6 +14,7 @@
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
+//! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
 //! `scripts/setup-libtorch.sh` first), `cuda` (CubeCL).
@@ -32,11 +33,14 @@
 
 #![warn(missing_docs)]
 
+mod activation;
 mod checked;
+pub mod kernels;
 mod spec;
 mod threads;
 mod transfer;
 
+pub use activation::{HostTanh, tanh};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
 pub use spec::{Backend, DeviceSpec, is_host_cpu};

@@ -254,7 +254,7 @@ fn layer_generic<const FMA: bool>(
     match act {
         None => {}
         Some(Activation::Relu) => y.iter_mut().for_each(|v| *v = v.max(0.0)),
-        Some(Activation::Tanh) => y.iter_mut().for_each(|v| *v = v.tanh()),
+        Some(Activation::Tanh) => ember_backend::kernels::tanh_in_place(y),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use burn::module::{Module, Param};
 use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::{relu, sigmoid, tanh};
+use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
 
@@ -18,18 +18,14 @@ pub enum Activation {
 }
 
 impl Activation {
-    /// Applies the nonlinearity. On host CPUs (flex, ndarray) `tanh` is computed as
-    /// `2σ(2x) − 1`: their `tanh` calls the C library's scalar `tanhf` per element, which
-    /// took 68% of a whole PPO CartPole run (`perf record`), and their sigmoid is about 3×
-    /// faster forward and backward. The two agree to within `1.2e-7` (one unit in the last
-    /// place of 1), and the sigmoid form is stable for any `x`.
+    /// Applies the nonlinearity. `tanh` is [`ember_backend::tanh`]: a vectorised host kernel
+    /// with its own backward pass on flex (burn's calls the C library's scalar `tanhf` per
+    /// element and recomputes it in the backward pass: 68% of a whole PPO CartPole run under
+    /// `perf record`).
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Activation::Relu => relu(x),
-            Activation::Tanh if ember_backend::is_host_cpu(&x.device()) => {
-                sigmoid(x.mul_scalar(2.0)).mul_scalar(2.0).sub_scalar(1.0)
-            }
-            Activation::Tanh => tanh(x),
+            Activation::Tanh => ember_backend::tanh(x),
         }
     }
 }

@@ -220,7 +220,7 @@ fn act_host_split_over_threads_gives_the_same_actions() {
 }
 
 #[test]
-fn host_tanh_matches_tanh_to_one_ulp_of_one() {
+fn host_tanh_matches_tanh_to_eight_ulps() {
     for d in [dev(), dev().autodiff()] {
         let xs: Vec<f32> = (-4000..=4000)
             .map(|i| i as f32 / 400.0)
@@ -232,13 +232,13 @@ fn host_tanh_matches_tanh_to_one_ulp_of_one() {
         let mut differ = 0;
         for (x, y) in xs.iter().zip(&fast) {
             assert!(
-                (y - x.tanh()).abs() <= 2.4e-7,
+                (y - x.tanh()).abs() <= 5e-7,
                 "tanh({x}): {y} vs {}",
                 x.tanh()
             );
             differ += (*y != x.tanh()) as usize;
         }
-        // The sigmoid form ran (bits differ somewhere), not the library's tanh.
+        // The host kernel ran (bits differ somewhere), not the library's tanh.
         assert!(differ > 0);
     }
 }
