@@ -9,6 +9,7 @@ use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
 use ember_core::{Error, Result, Space};
+use ember_env::NormalizeConfig;
 use ember_nn::Activation;
 use serde::{Deserialize, Serialize};
 
@@ -100,7 +101,7 @@ impl Validate for A2cConfig {
 impl A2cConfig {
     /// rl-baselines3-zoo's hyper-parameters for `env_id`, with the trainer settings and
     /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 500k steps),
-    /// `Pendulum-v1` (8 envs, 1M steps; zoo's gSDE and normalisation are not in it).
+    /// `Pendulum-v1` (8 envs, 1M steps, gSDE, `VecNormalize`).
     pub fn zoo(env_id: &str) -> Result<(A2cConfig, OnPolicyConfig, usize)> {
         match env_id {
             "CartPole-v1" => Ok((
@@ -112,14 +113,15 @@ impl A2cConfig {
                 },
                 8,
             )),
-            // zoo explores with gSDE on observations and rewards normalised by VecNormalize;
-            // without the normalisation gSDE stalled at −884 here (seed 1, 1M steps), so this
-            // preset keeps the plain Gaussian (−507 at 900k).
+            // zoo's: gSDE on observations and rewards normalised by VecNormalize (with the
+            // algorithm's γ), no orthogonal init.
             "Pendulum-v1" => Ok((
                 A2cConfig {
                     gamma: 0.9,
                     gae_lambda: 0.9,
+                    vf_coef: 0.4,
                     learning_rate_linear: true,
+                    use_sde: true,
                     log_std_init: -2.0,
                     orthogonal_init: false,
                     ..A2cConfig::default()
@@ -127,6 +129,10 @@ impl A2cConfig {
                 OnPolicyConfig {
                     total_steps: 1_000_000,
                     n_steps: 8,
+                    normalize: Some(NormalizeConfig {
+                        gamma: 0.9,
+                        ..NormalizeConfig::default()
+                    }),
                     ..OnPolicyConfig::default()
                 },
                 8,

@@ -237,6 +237,8 @@ pub(crate) struct Checkpointer {
     next: u64,
     /// Env steps of the checkpoint written last (the final one is not written twice).
     written: Option<u64>,
+    /// Observation statistics written beside the weights ([`ember_env::OBS_NORMALIZER_FILE`]).
+    normalizer: Option<ember_env::ObsNormalizer>,
 }
 
 impl Checkpointer {
@@ -250,7 +252,14 @@ impl Checkpointer {
             config: config.clone(),
             next: 0,
             written: None,
+            normalizer: None,
         })
+    }
+
+    /// Also writes these observation statistics into every checkpoint.
+    pub(crate) fn with_normalizer(mut self, normalizer: Option<ember_env::ObsNormalizer>) -> Self {
+        self.normalizer = normalizer;
+        self
     }
 
     /// Writes a checkpoint if one is due at `env_steps`. Call only after updates that
@@ -269,6 +278,9 @@ impl Checkpointer {
             return Ok(());
         }
         save_checkpoint(learner, dir, &CheckpointInfo { env_steps, updates })?;
+        if let Some(n) = &self.normalizer {
+            n.save_file(&dir.join(ember_env::OBS_NORMALIZER_FILE))?;
+        }
         self.written = Some(env_steps);
         self.next = match self.config.every {
             0 => u64::MAX,

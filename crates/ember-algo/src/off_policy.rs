@@ -221,7 +221,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         let start = *learner.progress();
         let obs = env.reset(Some(config.seed))?.to_vec();
         let evals = EvalSchedule::new(
-            eval_env,
+            Box::new(crate::report::Borrowed(eval_env)),
             config.eval_episodes,
             config.seed,
             config.eval_every,
@@ -309,7 +309,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
                 truncated: step.truncated[i],
             };
             self.writer.push(i, &t, self.replay)?;
-            self.episodes.record(i, step.rewards[i], done);
+            self.episodes.record(i, step.env_rewards()[i], done);
             self.resetting[i] = done;
         }
         self.obs.copy_from_slice(step.obs);

@@ -9,7 +9,7 @@ use crate::learner::{ActingRecord, AdvantageMode, OnPolicyLearner, Progress, Rol
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Error, Result};
-use ember_env::{EnvFactory, VecEnv};
+use ember_env::{EnvFactory, NormalizeConfig, ObsNormalizer, VecEnv, VecNormalize};
 use ember_loss::{Rollout, discounted_returns, gae};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -33,6 +33,12 @@ pub struct OnPolicyConfig {
     pub seed: u64,
     /// Weight checkpoints (none by default).
     pub checkpoint: CheckpointConfig,
+    /// Normalise observations and rewards as SB3's `VecNormalize` does (zoo's
+    /// `normalize: true`): the trainer wraps the env in [`ember_env::VecNormalize`],
+    /// evaluates through the same (frozen) observation statistics, and saves them with its
+    /// state and beside every weight checkpoint ([`ember_env::OBS_NORMALIZER_FILE`]).
+    /// `None` (the default): the env's own observations and rewards.
+    pub normalize: Option<NormalizeConfig>,
 }
 
 impl Default for OnPolicyConfig {
@@ -45,6 +51,7 @@ impl Default for OnPolicyConfig {
             target_return: None,
             seed: 0,
             checkpoint: CheckpointConfig::default(),
+            normalize: None,
         }
     }
 }
@@ -54,6 +61,9 @@ impl Validate for OnPolicyConfig {
         check_positive("total_steps", self.total_steps as usize)?;
         check_positive("n_steps", self.n_steps)?;
         crate::report::check_eval_settings(self.eval_episodes, self.target_return)?;
+        if let Some(n) = &self.normalize {
+            n.validate()?;
+        }
         self.checkpoint.validate()
     }
 }
@@ -147,7 +157,9 @@ pub fn train_on_policy<L: OnPolicyLearner>(
 /// with the run's state saved and restored exactly ([`OnPolicyTrainer::save_state`]).
 pub struct OnPolicyTrainer<'a, L: OnPolicyLearner> {
     learner: &'a mut L,
-    env: &'a mut dyn VecEnv,
+    /// The caller's env, in a [`VecNormalize`] when the config normalises.
+    env: Box<dyn VecEnv + 'a>,
+    normalizer: Option<ObsNormalizer>,
     config: OnPolicyConfig,
     obs_dim: usize,
     act_dim: usize,
@@ -186,6 +198,24 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         let obs_dim = env.single_observation_space().flat_dim();
         Error::check_len("learner observation width", obs_dim, learner.obs_dim())?;
         crate::evaluate::check_eval_env(env, eval_env)?;
+        let (mut env, normalizer, eval_env): (Box<dyn VecEnv + 'a>, _, Box<dyn EnvFactory + 'a>) =
+            match &config.normalize {
+                Some(nc) => {
+                    let wrapped = VecNormalize::new(env, nc.clone())?;
+                    let normalizer = wrapped.obs_normalizer();
+                    let eval: Box<dyn EnvFactory + 'a> = if nc.observations {
+                        Box::new(normalizer.factory(crate::report::Borrowed(eval_env)))
+                    } else {
+                        Box::new(crate::report::Borrowed(eval_env))
+                    };
+                    (Box::new(wrapped), Some(normalizer), eval)
+                }
+                None => (
+                    Box::new(env),
+                    None,
+                    Box::new(crate::report::Borrowed(eval_env)),
+                ),
+            };
         let space = env.single_action_space().clone();
         let act_dim = stored_action_dim(&space);
         let obs = env.reset(Some(config.seed))?.to_vec();
@@ -196,12 +226,14 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             config.eval_every,
             config.target_return,
         );
-        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?
+            .with_normalizer(normalizer.clone());
         let Progress { env_steps, updates } = *learner.progress();
         checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
         Ok(OnPolicyTrainer {
             learner,
             env,
+            normalizer,
             config: config.clone(),
             obs_dim,
             act_dim,
@@ -233,6 +265,13 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
     /// The learner being trained.
     pub fn learner(&mut self) -> &mut L {
         self.learner
+    }
+
+    /// The observation statistics the learner sees through (`config.normalize`): a shared
+    /// handle, e.g. to wrap environments for acting after training
+    /// ([`ObsNormalizer::wrap`]).
+    pub fn obs_normalizer(&self) -> Option<ObsNormalizer> {
+        self.normalizer.clone()
     }
 
     /// One rollout of `n_steps` per sub-environment and one update from it, then a
@@ -281,7 +320,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
                 buf.reset_step.push(*resetting);
                 let done = step.terminated[i] || step.truncated[i];
                 if !*resetting {
-                    self.episodes.record(i, step.rewards[i], done);
+                    self.episodes.record(i, step.env_rewards()[i], done);
                 }
                 *resetting = done;
             }
@@ -365,6 +404,9 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
     /// A learner or environment without exact snapshots, an I/O error.
     pub fn save_state(&mut self, dir: &Path) -> Result<()> {
         crate::trainer::save_learner_and_env(self.learner.training_state(), &*self.env, dir)?;
+        if let Some(n) = &self.normalizer {
+            n.save_file(&dir.join(ember_env::OBS_NORMALIZER_FILE))?;
+        }
         let mut out = StateWriter::new();
         out.usize(self.resetting.len())
             .u64(self.config.total_steps)

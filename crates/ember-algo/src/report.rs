@@ -170,8 +170,17 @@ impl EpisodeTracker {
 }
 
 /// When and how the trainers evaluate: every `every` env steps and once at the end.
+/// A borrowed factory as an owned one.
+pub(crate) struct Borrowed<'a>(pub(crate) &'a dyn EnvFactory);
+
+impl EnvFactory for Borrowed<'_> {
+    fn make(&self) -> Result<Box<dyn ember_core::Env>> {
+        self.0.make()
+    }
+}
+
 pub(crate) struct EvalSchedule<'a> {
-    env: &'a dyn EnvFactory,
+    env: Box<dyn EnvFactory + 'a>,
     episodes: usize,
     seed: u64,
     every: u64,
@@ -184,7 +193,7 @@ impl<'a> EvalSchedule<'a> {
     /// Evaluates `episodes` episodes of environments from `env` every `every` env steps (0:
     /// only at the end); with a `target`, training may stop once an evaluation reaches it.
     pub(crate) fn new(
-        env: &'a dyn EnvFactory,
+        env: Box<dyn EnvFactory + 'a>,
         episodes: usize,
         seed: u64,
         every: u64,
@@ -254,7 +263,7 @@ impl<'a> EvalSchedule<'a> {
 
     fn run(&self, agent: &mut dyn crate::agent::Agent, report: &mut TrainReport) -> Result<()> {
         let seed = self.seed.wrapping_add(1_000_000);
-        let result = crate::evaluate::evaluate(agent, self.env, self.episodes, seed)?;
+        let result = crate::evaluate::evaluate(agent, self.env.as_ref(), self.episodes, seed)?;
         report.evals.push(EvalPoint {
             env_steps: report.env_steps,
             mean_return: result.mean_return(),

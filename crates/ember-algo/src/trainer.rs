@@ -47,6 +47,12 @@ pub trait Trainer {
     /// The learner's weight checkpoints, if it has them.
     fn checkpoint(&mut self) -> Option<&dyn Checkpoint>;
 
+    /// The observation statistics the learner acts through, when the trainer normalises
+    /// observations (save them beside weights: [`ember_env::ObsNormalizer::save_file`]).
+    fn obs_normalizer(&self) -> Option<ember_env::ObsNormalizer> {
+        None
+    }
+
     /// The final checkpoint and evaluation, and the report.
     ///
     /// # Errors
@@ -102,6 +108,9 @@ impl<L: OnPolicyLearner> Trainer for OnPolicyTrainer<'_, L> {
     }
     fn checkpoint(&mut self) -> Option<&dyn Checkpoint> {
         self.learner().checkpoint()
+    }
+    fn obs_normalizer(&self) -> Option<ember_env::ObsNormalizer> {
+        OnPolicyTrainer::obs_normalizer(self)
     }
     fn finish(self: Box<Self>) -> Result<TrainReport> {
         OnPolicyTrainer::finish(*self)

@@ -208,6 +208,7 @@ impl VecEnv for PoisonedRewards {
             rewards: &self.rewards,
             terminated: s.terminated,
             truncated: s.truncated,
+            raw_rewards: s.raw_rewards,
         })
     }
 }

@@ -325,6 +325,8 @@ fn on_policy_resumes(
                 && t.report().env_steps >= at
             {
                 write_dir_atomically(dir, |tmp| t.save_state(tmp)).unwrap();
+                let stats = dir.join(ember_env::OBS_NORMALIZER_FILE);
+                assert_eq!(stats.exists(), config.normalize.is_some());
                 return (steps, None, Vec::new());
             }
         }
@@ -370,9 +372,10 @@ fn a2c_resumes_bit_for_bit() {
     });
 }
 
-/// PPO with gSDE on a continuous task: minibatch shuffles, the recorded log-probabilities
-/// and unclipped actions, the kept exploration weights, and the linear learning-rate and
-/// clip-range decay all resume.
+/// PPO with gSDE on a continuous task, through `VecNormalize`: minibatch shuffles, the
+/// recorded log-probabilities and unclipped actions, the kept exploration weights, the
+/// linear learning-rate and clip-range decay, and the observation and return statistics
+/// (evaluations see observations through them) all resume.
 #[test]
 fn ppo_resumes_bit_for_bit() {
     let _serial = common::serial();
@@ -382,6 +385,7 @@ fn ppo_resumes_bit_for_bit() {
         eval_every: 800,
         eval_episodes: 1,
         seed: 8,
+        normalize: Some(ember_env::NormalizeConfig::default()),
         ..ember_algo::OnPolicyConfig::default()
     };
     on_policy_resumes("ppo", "Pendulum-v1", config, 1_200, |env| {

@@ -629,6 +629,26 @@ fn tensorboard_has_the_run(run: &Path) {
     assert_eq!(steps("eval/mean_return"), vec![400, 800, 1200], "{text}");
 }
 
+/// A run trained on normalised observations keeps the statistics beside its weights and
+/// `ember eval` acts through them; without them it says which file is missing.
+fn normalized_run_evaluates_through_its_statistics(cwd: &Path, run: &str) {
+    let out = ember(&["eval", run, "--episodes", "1"], cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = cwd
+        .join(run)
+        .join("checkpoint")
+        .join("obs_normalizer.state");
+    std::fs::remove_file(&stats).unwrap();
+    let out = ember(&["eval", run, "--episodes", "1"], cwd);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("obs_normalizer.state"), "{err}");
+}
+
 /// `configs/` holds the presets as `ember zoo` prints them (and as `ember train` uses them
 /// without `--config`); each trains when given with `--config`.
 #[test]
@@ -685,6 +705,9 @@ fn committed_presets_are_the_zoo_presets() {
             "{name}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if committed.contains("[on_policy.normalize]") {
+            normalized_run_evaluates_through_its_statistics(&cwd, &name);
+        }
         seen += 1;
     }
     assert!(seen >= 6, "{seen} presets");

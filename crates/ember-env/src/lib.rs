@@ -62,7 +62,10 @@ pub use classic::{
 pub use registry::{EnvFactory, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};
-pub use vector::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv, VecStep};
+pub use vector::{
+    BatchMeanVar, NormalizeConfig, NormalizedFactory, OBS_NORMALIZER_FILE, ObsNormalizer,
+    SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv, VecNormalize, VecStep,
+};
 pub use wrappers::{
     ClipAction, EpisodeStatistics, NormalizeObservation, RecordEpisodeStatistics, RunningMeanStd,
     TimeLimit,

@@ -41,7 +41,25 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         env.action_space(),
         &devices(&device)?,
     )?;
-    load_weights(&mut learner, &args.run, args.best)?;
+    let from = load_weights(&mut learner, &args.run, args.best)?;
+    // An agent that learned on normalised observations acts through the statistics saved
+    // beside its weights.
+    let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
+    let normalizer = match normalize.filter(|n| n.observations) {
+        Some(nc) => {
+            let n = ember_env::ObsNormalizer::new(
+                env.observation_space().flat_dim(),
+                nc.clip_obs,
+                nc.epsilon,
+            );
+            let path = from.join(ember_env::OBS_NORMALIZER_FILE);
+            n.load_file(&path).with_context(|| {
+                format!("cannot load the observation statistics {}", path.display())
+            })?;
+            Some(n)
+        }
+        None => None,
+    };
     let agent = learner.agent();
     let mut returns = Vec::with_capacity(args.episodes);
     for i in 0..args.episodes {
@@ -49,6 +67,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         let (ret, frames) = episode(
             agent,
             env.as_mut(),
+            normalizer.as_ref(),
             args.seed + i as u64,
             args.stochastic,
             record,
@@ -62,8 +81,8 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
     Ok(returns)
 }
 
-/// Loads the last checkpoint's training state, or the best weights.
-fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<()> {
+/// Loads the last checkpoint's training state, or the best weights; returns the folder.
+fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<PathBuf> {
     if best {
         let dir = run.join(BEST);
         if existing_dir(&dir).is_none() {
@@ -74,7 +93,7 @@ fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<()> 
         }
         load_checkpoint(learner.checkpoint(), &dir)
             .with_context(|| format!("cannot load {}", dir.display()))?;
-        return Ok(());
+        return Ok(dir);
     }
     let dir = existing_dir(&run.join(CHECKPOINT))
         .ok_or_else(|| anyhow!("{} has no checkpoint yet", run.display()))?;
@@ -82,19 +101,22 @@ fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<()> 
         // A run whose environment has no snapshots keeps weights only.
         load_checkpoint(learner.checkpoint(), &dir)
             .with_context(|| format!("cannot load {}", dir.display()))?;
-        return Ok(());
+        return Ok(dir);
     }
     learner
         .training_state()
         .load_state(&dir.join("learner"))
-        .with_context(|| format!("cannot load the checkpoint in {}", dir.display()))
+        .with_context(|| format!("cannot load the checkpoint in {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// One episode to its end (at most 100,000 steps); its return and, if `record`, every
-/// observation.
+/// observation. The agent sees observations through `normalizer` if given; frames are the
+/// environment's own.
 fn episode(
     agent: &mut dyn Agent,
     env: &mut dyn Env,
+    normalizer: Option<&ember_env::ObsNormalizer>,
     seed: u64,
     stochastic: bool,
     record: bool,
@@ -107,7 +129,11 @@ fn episode(
         if record {
             frames.push(obs.clone());
         }
-        agent.act(&obs, stochastic, &mut actions)?;
+        let mut seen = obs.clone();
+        if let Some(n) = normalizer {
+            n.normalize(&mut seen);
+        }
+        agent.act(&seen, stochastic, &mut actions)?;
         let action = match &actions {
             ActionBuf::Discrete(a) => ember_core::Action::Discrete(a[0]),
             ActionBuf::Continuous(a) => ember_core::Action::Continuous(a),

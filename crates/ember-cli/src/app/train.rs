@@ -360,8 +360,15 @@ fn save_weights(t: &mut dyn Trainer, dir: &Path) -> ember_core::Result<()> {
 /// The weights of the best evaluation (safetensors, loadable by any learner of the config).
 fn save_best(t: &mut dyn Trainer, best: &Path, env_steps: u64) -> ember_core::Result<()> {
     let updates = t.report().updates;
+    let normalizer = t.obs_normalizer();
     match t.checkpoint() {
-        Some(c) => save_checkpoint(c, best, &CheckpointInfo { env_steps, updates }),
+        Some(c) => {
+            save_checkpoint(c, best, &CheckpointInfo { env_steps, updates })?;
+            match normalizer {
+                Some(n) => n.save_file(&best.join(ember_env::OBS_NORMALIZER_FILE)),
+                None => Ok(()),
+            }
+        }
         None => Ok(()),
     }
 }

@@ -100,6 +100,7 @@ impl<E: Env> VecEnv for SyncVecEnv<E> {
             rewards: &self.rewards,
             terminated: &self.terminated,
             truncated: &self.truncated,
+            raw_rewards: None,
         })
     }
 

@@ -441,6 +441,7 @@ impl<E: Env + 'static> ThreadedVecEnv<E> {
                 rewards: s.rewards.all(),
                 terminated: s.terminated.all(),
                 truncated: s.truncated.all(),
+                raw_rewards: None,
             }
         }
     }

@@ -77,6 +77,16 @@ pub struct VecStep<'a> {
     pub terminated: &'a [bool],
     /// Whether each sub-environment was cut short.
     pub truncated: &'a [bool],
+    /// The environment's own rewards when a wrapper ([`crate::VecNormalize`]) changed
+    /// `rewards`; episode statistics use these. `None`: `rewards` are the environment's.
+    pub raw_rewards: Option<&'a [f64]>,
+}
+
+impl VecStep<'_> {
+    /// The environment's own rewards (for episode returns): `raw_rewards` or `rewards`.
+    pub fn env_rewards(&self) -> &[f64] {
+        self.raw_rewards.unwrap_or(self.rewards)
+    }
 }
 
 /// A batch of environments stepped together with Gymnasium 1.x's next-step autoreset
@@ -115,6 +125,30 @@ pub trait VecEnv {
     fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
         let _ = src;
         Err(ember_core::env::no_snapshot())
+    }
+}
+
+impl<T: VecEnv + ?Sized> VecEnv for &mut T {
+    fn num_envs(&self) -> usize {
+        (**self).num_envs()
+    }
+    fn single_observation_space(&self) -> &Space {
+        (**self).single_observation_space()
+    }
+    fn single_action_space(&self) -> &Space {
+        (**self).single_action_space()
+    }
+    fn reset(&mut self, seed: Option<u64>) -> Result<&[f32]> {
+        (**self).reset(seed)
+    }
+    fn step(&mut self, actions: VecActions<'_>) -> Result<VecStep<'_>> {
+        (**self).step(actions)
+    }
+    fn save_state(&self, out: &mut StateWriter) -> Result<()> {
+        (**self).save_state(out)
+    }
+    fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        (**self).load_state(src)
     }
 }
 
