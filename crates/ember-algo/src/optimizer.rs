@@ -101,7 +101,50 @@ pub struct HostAdamState {
     moment_2: Vec<f32>,
 }
 
+impl HostAdamState {
+    /// A fresh state (step 0, zero moments) for a parameter of `len` values.
+    pub fn new(len: usize) -> Self {
+        HostAdamState {
+            time: 0,
+            moment_1: vec![0.0; len],
+            moment_2: vec![0.0; len],
+        }
+    }
+
+    /// Steps taken.
+    pub fn time(&self) -> usize {
+        self.time
+    }
+
+    /// Values the state is for.
+    pub fn len(&self) -> usize {
+        self.moment_1.len()
+    }
+
+    /// Whether it is for an empty parameter.
+    pub fn is_empty(&self) -> bool {
+        self.moment_1.is_empty()
+    }
+}
+
 impl HostAdam {
+    /// One Adam step of a flat host parameter `param` (updated in place) from `grad`, with
+    /// learning rate `lr` — the same arithmetic as the burn [`Optimizer`] form (e.g. for a
+    /// parameter server holding weights as one vector).
+    ///
+    /// # Panics
+    /// If `param`, `grad` and `state` differ in length.
+    pub fn step_flat(&self, lr: f32, param: &mut [f32], grad: &[f32], state: &mut HostAdamState) {
+        assert!(
+            param.len() == grad.len() && grad.len() == state.len(),
+            "HostAdam::step_flat: param {}, grad {}, state {} values",
+            param.len(),
+            grad.len(),
+            state.len()
+        );
+        self.update(lr, param, grad, state);
+    }
+
     /// One Adam step of `param` (updated in place) from `grad`.
     fn update(&self, lr: f32, param: &mut [f32], grad: &[f32], state: &mut HostAdamState) {
         state.time += 1;
@@ -157,11 +200,7 @@ impl Optimizer for HostAdam {
         let mut param = f32_data(tensor);
         let grad = f32_data(grad);
         let n = param.num_elements();
-        let mut state = state.unwrap_or_else(|| HostAdamState {
-            time: 0,
-            moment_1: vec![0.0; n],
-            moment_2: vec![0.0; n],
-        });
+        let mut state = state.unwrap_or_else(|| HostAdamState::new(n));
         assert_eq!(
             state.moment_1.len(),
             n,

@@ -1,0 +1,54 @@
+//! # ember-dist
+//!
+//! Many actors, one model (problem 4 of the design): in-process building blocks that the
+//! gRPC services are built on.
+//!
+//! - [`InferenceServer`]: actors send observation rows through [`InferenceClient`]s; one
+//!   thread runs one forward pass per batch (`max_batch` rows or `max_wait`, whichever comes
+//!   first) with any [`ember_algo::Agent`], answers each actor with its actions and the
+//!   policy version, and swaps weights between batches ([`InferenceServer::update`]).
+//! - [`ParameterServer`]: K trainers submit gradients tagged with the weight version they
+//!   were computed against; one optimizer step per round of all K (or a quorum after a
+//!   deadline), new weights to everyone waiting; duplicates and stale gradients dropped.
+//!
+//! ```
+//! use ember_algo::{ActionBuf, Agent};
+//! use ember_dist::{InferenceConfig, InferenceServer, ParameterServer, ParameterServerConfig, Sgd};
+//!
+//! // Any agent: here one that picks action 1 when the first observation value is positive.
+//! struct Sign;
+//! impl Agent for Sign {
+//!     fn obs_dim(&self) -> usize { 2 }
+//!     fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> ember_core::Result<()> {
+//!         let out = out.discrete_mut("Sign")?;
+//!         out.clear();
+//!         out.extend(obs.chunks(2).map(|r| (r[0] > 0.0) as usize));
+//!         Ok(())
+//!     }
+//! }
+//! let server = InferenceServer::spawn(Sign, ActionBuf::Discrete(vec![]), InferenceConfig::default())?;
+//! let mut actor = server.client();
+//! let mut actions = ActionBuf::Discrete(vec![]);
+//! let version = actor.act(&[0.5, 0.0, -1.0, 3.0], true, &mut actions)?;
+//! assert_eq!((version, actions), (0, ActionBuf::Discrete(vec![1, 0])));
+//!
+//! // Two trainers, one step per round of both: p ← p − 0.5 · mean(g).
+//! let ps = ParameterServer::spawn(vec![1.0, 2.0], Sgd { lr: 0.5 }, ParameterServerConfig::new(2))?;
+//! let (a, b) = (ps.trainer(0)?, ps.trainer(1)?);
+//! let other = std::thread::spawn(move || b.submit(0, vec![2.0, 0.0]));
+//! let w = a.submit(0, vec![0.0, 2.0])?;
+//! assert_eq!((w.version, w.params.as_slice()), (1, &[0.5, 1.5][..]));
+//! assert_eq!(other.join().unwrap()?, w);
+//! # Ok::<(), ember_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod inference;
+mod parameter_server;
+
+pub use inference::{InferenceClient, InferenceConfig, InferenceServer, InferenceStats};
+pub use parameter_server::{
+    Adam, FlatOptimizer, ParameterServer, ParameterServerConfig, ParameterServerStats, Sgd,
+    TrainerHandle, Weights,
+};
