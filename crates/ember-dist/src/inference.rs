@@ -154,15 +154,15 @@ impl<A: Agent + Send + 'static> InferenceServer<A> {
 
     /// A handle for one actor (cheap; any number, from any thread).
     pub fn client(&self) -> InferenceClient {
-        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        InferenceClient {
+        self.handle().client()
+    }
+
+    /// A handle that makes clients and reads the counters without naming the agent's
+    /// type (what the gRPC service holds).
+    pub fn handle(&self) -> InferenceHandle {
+        InferenceHandle {
             send: Box::new(ActSender(self.tx.clone())),
-            reply_tx,
-            reply_rx,
-            bufs: Some(Buffers {
-                obs: Vec::new(),
-                actions: ActionBuf::Discrete(Vec::new()),
-            }),
+            counters: self.counters.clone(),
             obs_dim: self.obs_dim,
         }
     }
@@ -187,13 +187,63 @@ impl<A: Agent + Send + 'static> InferenceServer<A> {
 
     /// The counters so far.
     pub fn stats(&self) -> InferenceStats {
-        let c = &self.counters;
+        self.counters.stats()
+    }
+}
+
+impl Counters {
+    fn stats(&self) -> InferenceStats {
         InferenceStats {
-            requests: c.requests.load(Ordering::Relaxed),
-            rows: c.rows.load(Ordering::Relaxed),
-            batches: c.batches.load(Ordering::Relaxed),
-            version: c.version.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            rows: self.rows.load(Ordering::Relaxed),
+            batches: self.batches.load(Ordering::Relaxed),
+            version: self.version.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Makes [`InferenceClient`]s of a server and reads its counters, whatever its agent type.
+/// It does not keep the server running: once the server is dropped, clients get errors.
+pub struct InferenceHandle {
+    send: Box<dyn SendRequest>,
+    counters: Arc<Counters>,
+    obs_dim: usize,
+}
+
+impl Clone for InferenceHandle {
+    fn clone(&self) -> Self {
+        InferenceHandle {
+            send: self.send.clone_box(),
+            counters: self.counters.clone(),
+            obs_dim: self.obs_dim,
+        }
+    }
+}
+
+impl InferenceHandle {
+    /// A handle for one actor.
+    pub fn client(&self) -> InferenceClient {
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        InferenceClient {
+            send: self.send.clone_box(),
+            reply_tx,
+            reply_rx,
+            bufs: Some(Buffers {
+                obs: Vec::new(),
+                actions: ActionBuf::Discrete(Vec::new()),
+            }),
+            obs_dim: self.obs_dim,
+        }
+    }
+
+    /// The server's counters so far.
+    pub fn stats(&self) -> InferenceStats {
+        self.counters.stats()
+    }
+
+    /// The observation width the server's agent takes.
+    pub fn obs_dim(&self) -> usize {
+        self.obs_dim
     }
 }
 
@@ -214,7 +264,7 @@ fn stopped() -> Error {
 }
 
 /// Sends requests to a server of any agent type (clients are not generic).
-trait SendRequest: Send {
+trait SendRequest: Send + Sync {
     fn send(&self, bufs: Buffers, rows: usize, explore: bool, reply: SyncSender<Answer>) -> bool;
     fn clone_box(&self) -> Box<dyn SendRequest>;
 }

@@ -10,6 +10,10 @@
 //! - [`ParameterServer`]: K trainers submit gradients tagged with the weight version they
 //!   were computed against; one optimizer step per round of all K (or a quorum after a
 //!   deadline), new weights to everyone waiting; duplicates and stale gradients dropped.
+//! - [`grpc`] (feature `grpc`, default): both over gRPC (tonic + prost, `proto/ember.proto`
+//!   compiled by protox: no `protoc`): [`GrpcServer`], and the synchronous clients
+//!   [`RemoteActor`] (an [`ember_algo::Agent`] acting through a learner's central
+//!   inference, reconnecting with backoff and jitter) and [`RemoteTrainer`].
 //!
 //! ```
 //! use ember_algo::{ActionBuf, Agent};
@@ -44,10 +48,17 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod inference;
 mod parameter_server;
 
-pub use inference::{InferenceClient, InferenceConfig, InferenceServer, InferenceStats};
+#[cfg(feature = "grpc")]
+pub use grpc::{ActionKind, Backoff, GrpcLimits, GrpcServer, RemoteActor, RemoteTrainer};
+
+pub use inference::{
+    InferenceClient, InferenceConfig, InferenceHandle, InferenceServer, InferenceStats,
+};
 pub use parameter_server::{
     Adam, FlatOptimizer, ParameterServer, ParameterServerConfig, ParameterServerStats, Sgd,
     TrainerHandle, Weights,

@@ -235,6 +235,11 @@ impl ParameterServer {
             .clone()
     }
 
+    /// The number of trainers taking part.
+    pub fn trainers(&self) -> usize {
+        self.config.trainers
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> ParameterServerStats {
         let c = &self.counters;

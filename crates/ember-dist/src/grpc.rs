@@ -1,0 +1,738 @@
+//! The gRPC services (tonic + prost, `proto/ember.proto`): a learner serving central
+//! inference to actors over bidirectional streams, and the parameter server; with
+//! synchronous clients ([`RemoteActor`], [`RemoteTrainer`]) that reconnect with backoff and
+//! jitter when the server restarts.
+//!
+//! Limits are explicit: a message over [`GrpcLimits::max_message_bytes`] or a request of
+//! more than [`GrpcLimits::max_rows`] rows gets a gRPC status, and so does a request of the
+//! wrong width or with a NaN; only that actor's stream ends, every other stream goes on.
+
+use crate::inference::InferenceHandle;
+use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
+use ember_algo::{ActionBuf, Agent};
+use ember_core::{EmberRng, Error, Result};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::{Request, Response, Status, Streaming};
+
+/// The generated protobuf messages and service stubs (`proto/ember.proto`).
+#[allow(missing_docs, clippy::all)]
+pub mod proto {
+    tonic::include_proto!("ember.v1");
+}
+
+use proto::learner_server::{Learner, LearnerServer};
+use proto::parameter_server_server::{
+    ParameterServer as PsService, ParameterServerServer as PsServer,
+};
+
+/// Message-size and request limits of a server (and the clients' receive limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcLimits {
+    /// The largest encoded message accepted or sent, in bytes.
+    pub max_message_bytes: usize,
+    /// The most observation rows in one request.
+    pub max_rows: usize,
+}
+
+impl Default for GrpcLimits {
+    fn default() -> Self {
+        GrpcLimits {
+            max_message_bytes: 4 << 20,
+            max_rows: 4096,
+        }
+    }
+}
+
+/// The kind of actions a learner answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionKind {
+    /// One index per row.
+    Discrete,
+    /// A vector per row.
+    Continuous,
+}
+
+impl ActionKind {
+    fn name(self) -> &'static str {
+        match self {
+            ActionKind::Discrete => "discrete",
+            ActionKind::Continuous => "continuous",
+        }
+    }
+}
+
+fn io_unavailable(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Unavailable {
+        what: what.into(),
+        hint: e.to_string(),
+    }
+}
+
+/// How long a stopping server lets open streams finish before dropping them.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
+
+/// A gRPC server running on its own threads (a tokio runtime); stops when dropped (open
+/// streams get 200 ms to finish, then their actors see the connection close).
+pub struct GrpcServer {
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl GrpcServer {
+    /// Serves central inference from `inference` (a running [`crate::InferenceServer`]'s
+    /// handle) at `addr` (`"127.0.0.1:0"` picks a free port: see
+    /// [`GrpcServer::local_addr`]).
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start.
+    pub fn learner(
+        addr: &str,
+        inference: InferenceHandle,
+        kind: ActionKind,
+        limits: GrpcLimits,
+    ) -> Result<Self> {
+        let service = LearnerImpl {
+            inference,
+            kind,
+            limits,
+        };
+        let svc = LearnerServer::new(service)
+            .max_decoding_message_size(limits.max_message_bytes)
+            .max_encoding_message_size(limits.max_message_bytes);
+        Self::start(addr, move |b| b.add_service(svc))
+    }
+
+    /// Serves `ps` (trainers `0..trainers` submit over gRPC) at `addr`.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start.
+    pub fn parameter_server(addr: &str, ps: &ParameterServer, limits: GrpcLimits) -> Result<Self> {
+        let trainers = (0..ps.trainers())
+            .map(|id| ps.trainer(id))
+            .collect::<Result<Vec<_>>>()?;
+        let svc = PsServer::new(PsImpl {
+            trainers: Arc::new(trainers),
+        })
+        .max_decoding_message_size(limits.max_message_bytes)
+        .max_encoding_message_size(limits.max_message_bytes);
+        Self::start(addr, move |b| b.add_service(svc))
+    }
+
+    fn start(
+        addr: &str,
+        add: impl FnOnce(&mut tonic::transport::Server) -> tonic::transport::server::Router
+        + Send
+        + 'static,
+    ) -> Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| io_unavailable(&format!("listening on {addr}"), e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| io_unavailable("a non-blocking listener", e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| io_unavailable("the bound address", e))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ember-grpc")
+            .enable_all()
+            .build()
+            .map_err(|e| io_unavailable("a tokio runtime", e))?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("ember-grpc-server".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("ember gRPC server at {local}: {e}");
+                            return;
+                        }
+                    };
+                    let mut server = tonic::transport::Server::builder();
+                    let router = add(&mut server);
+                    let incoming = TcpListenerStream::new(listener);
+                    // Stop: refuse new connections at once, give open streams a moment to
+                    // finish, then drop them (an idle actor stream would otherwise hold a
+                    // graceful shutdown forever).
+                    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+                    let mut graceful = stop_rx.clone();
+                    let serve = router.serve_with_incoming_shutdown(incoming, async move {
+                        let _ = graceful.changed().await;
+                    });
+                    let hard = async move {
+                        let _ = rx.await;
+                        let _ = stop_tx.send(true);
+                        let _ = stop_rx.changed().await;
+                        tokio::time::sleep(SHUTDOWN_GRACE).await;
+                    };
+                    tokio::select! {
+                        r = serve => if let Err(e) = r {
+                            eprintln!("ember gRPC server at {local}: {e}");
+                        },
+                        () = hard => {}
+                    }
+                });
+                runtime.shutdown_timeout(SHUTDOWN_GRACE);
+            })
+            .map_err(|e| io_unavailable("a gRPC server thread", e))?;
+        Ok(GrpcServer {
+            addr: local,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for GrpcServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct LearnerImpl {
+    inference: InferenceHandle,
+    kind: ActionKind,
+    limits: GrpcLimits,
+}
+
+/// What a stream's reader hands its worker: a request, or the status that ends the stream
+/// (kept in order behind the answers already due).
+enum Work {
+    Act(proto::ActRequest),
+    End(Status),
+}
+
+#[tonic::async_trait]
+impl Learner for LearnerImpl {
+    type ActStream = ReceiverStream<std::result::Result<proto::ActResponse, Status>>;
+
+    async fn act(
+        &self,
+        request: Request<Streaming<proto::ActRequest>>,
+    ) -> std::result::Result<Response<Self::ActStream>, Status> {
+        let mut inbound = request.into_inner();
+        let (out_tx, out_rx) = mpsc::channel(4);
+        let (work_tx, mut work_rx) = mpsc::channel::<Work>(2);
+        let mut client = self.inference.client();
+        let (obs_dim, max_rows) = (self.inference.obs_dim(), self.limits.max_rows);
+        // One blocking worker per stream: it waits on the inference server's batches.
+        tokio::task::spawn_blocking(move || {
+            let mut actions = ActionBuf::Discrete(Vec::new());
+            while let Some(work) = work_rx.blocking_recv() {
+                let answer = match work {
+                    Work::End(status) => {
+                        let _ = out_tx.blocking_send(Err(status));
+                        return;
+                    }
+                    Work::Act(req) => match client.act(&req.obs, req.explore, &mut actions) {
+                        Ok(version) => Ok(response(req.seq, version, &actions)),
+                        // The actor's own fault: a status, and its stream ends.
+                        Err(e @ (Error::NonFinite { .. } | Error::Shape { .. })) => {
+                            let _ =
+                                out_tx.blocking_send(Err(Status::invalid_argument(e.to_string())));
+                            return;
+                        }
+                        // The agent failed on these rows: an answer with the error, the
+                        // stream goes on.
+                        Err(e) => Ok(proto::ActResponse {
+                            seq: req.seq,
+                            error: e.to_string(),
+                            ..Default::default()
+                        }),
+                    },
+                };
+                if out_tx.blocking_send(answer).is_err() {
+                    return;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            loop {
+                let work = match inbound.message().await {
+                    Ok(Some(req)) => {
+                        let rows = req.obs.len() / obs_dim.max(1);
+                        if req.obs.is_empty() || req.obs.len() % obs_dim != 0 {
+                            Work::End(Status::invalid_argument(format!(
+                                "observations: {} values, expected a positive multiple of obs_dim = {obs_dim}",
+                                req.obs.len()
+                            )))
+                        } else if rows > max_rows {
+                            Work::End(Status::resource_exhausted(format!(
+                                "{rows} observation rows in one request, at most {max_rows}"
+                            )))
+                        } else {
+                            Work::Act(req)
+                        }
+                    }
+                    Ok(None) => return,
+                    // A malformed or oversized frame: its status ends this stream only.
+                    Err(status) => Work::End(status),
+                };
+                let end = matches!(work, Work::End(_));
+                if work_tx.send(work).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(out_rx)))
+    }
+
+    async fn info(
+        &self,
+        _request: Request<proto::InfoRequest>,
+    ) -> std::result::Result<Response<proto::InfoResponse>, Status> {
+        Ok(Response::new(proto::InfoResponse {
+            obs_dim: self.inference.obs_dim() as u32,
+            action_kind: self.kind.name().into(),
+            version: self.inference.stats().version,
+            max_message_bytes: self.limits.max_message_bytes as u64,
+            max_rows: self.limits.max_rows as u32,
+        }))
+    }
+}
+
+fn response(seq: u64, version: u64, actions: &ActionBuf) -> proto::ActResponse {
+    let mut r = proto::ActResponse {
+        seq,
+        version,
+        ..Default::default()
+    };
+    match actions {
+        ActionBuf::Discrete(a) => r.discrete = a.iter().map(|&x| x as u64).collect(),
+        ActionBuf::Continuous(a) => r.continuous = a.clone(),
+    }
+    r
+}
+
+struct PsImpl {
+    trainers: Arc<Vec<TrainerHandle>>,
+}
+
+fn weights_message(w: Weights) -> proto::Weights {
+    proto::Weights {
+        version: w.version,
+        params: w.params.as_ref().clone(),
+    }
+}
+
+fn status_of(e: Error) -> Status {
+    match e {
+        Error::Unavailable { .. } => Status::unavailable(e.to_string()),
+        _ => Status::invalid_argument(e.to_string()),
+    }
+}
+
+#[tonic::async_trait]
+impl PsService for PsImpl {
+    async fn submit(
+        &self,
+        request: Request<proto::Gradient>,
+    ) -> std::result::Result<Response<proto::Weights>, Status> {
+        let g = request.into_inner();
+        let trainer = self
+            .trainers
+            .get(g.trainer as usize)
+            .cloned()
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "trainer id {}, expected one in 0..{}",
+                    g.trainer,
+                    self.trainers.len()
+                ))
+            })?;
+        let w = tokio::task::spawn_blocking(move || trainer.submit(g.version, g.values))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(status_of)?;
+        Ok(Response::new(weights_message(w)))
+    }
+
+    async fn current(
+        &self,
+        _request: Request<proto::CurrentRequest>,
+    ) -> std::result::Result<Response<proto::Weights>, Status> {
+        Ok(Response::new(weights_message(self.trainers[0].weights())))
+    }
+}
+
+/// How clients retry: exponential backoff with jitter, for at most `give_up_after`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    /// The first wait.
+    pub initial: Duration,
+    /// The longest wait.
+    pub max: Duration,
+    /// Retry for at most this long, then return the error.
+    pub give_up_after: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(20),
+            max: Duration::from_secs(1),
+            give_up_after: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Backoff {
+    /// Wait number `attempt` (0-based): `initial · 2^attempt`, capped at `max`, times a
+    /// uniform factor in `[0.5, 1.5)` so that restarted actors do not reconnect in step.
+    pub fn wait(&self, attempt: u32, rng: &mut EmberRng) -> Duration {
+        let base = self
+            .initial
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max);
+        base.mul_f64(0.5 + rng.next_f64())
+    }
+}
+
+fn client_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| io_unavailable("a tokio runtime", e))
+}
+
+fn jitter_rng() -> EmberRng {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    EmberRng::seed_from(nanos ^ u64::from(std::process::id()).rotate_left(32))
+}
+
+/// Whether a status means the connection or the server went away (worth a reconnect),
+/// rather than a refusal of this request.
+fn is_transport(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::Unavailable
+            | tonic::Code::Unknown
+            | tonic::Code::Cancelled
+            | tonic::Code::Aborted
+    )
+}
+
+struct ActStream {
+    tx: mpsc::Sender<proto::ActRequest>,
+    rx: Streaming<proto::ActResponse>,
+}
+
+/// An actor's synchronous connection to a learner's central inference: holds one
+/// bidirectional stream, and when the learner goes away reconnects with [`Backoff`] and
+/// resends the request (inference has no side effects). Implements [`Agent`], so an env
+/// loop acts through it as through a local policy.
+pub struct RemoteActor {
+    runtime: tokio::runtime::Runtime,
+    addr: String,
+    limits: usize,
+    backoff: Backoff,
+    rng: EmberRng,
+    stream: Option<ActStream>,
+    obs_dim: usize,
+    kind: ActionKind,
+    seq: u64,
+    version: u64,
+    reconnects: u64,
+}
+
+impl RemoteActor {
+    /// Connects to the learner at `addr` (`"http://127.0.0.1:50051"` or `"127.0.0.1:50051"`),
+    /// retrying with `backoff` while it is not up yet.
+    ///
+    /// # Errors
+    /// The learner cannot be reached within `backoff.give_up_after`, or it answers with an
+    /// unknown action kind.
+    pub fn connect(addr: &str, backoff: Backoff) -> Result<Self> {
+        let addr = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let mut actor = RemoteActor {
+            runtime: client_runtime()?,
+            addr,
+            limits: GrpcLimits::default().max_message_bytes,
+            backoff,
+            rng: jitter_rng(),
+            stream: None,
+            obs_dim: 0,
+            kind: ActionKind::Discrete,
+            seq: 0,
+            version: 0,
+            reconnects: 0,
+        };
+        actor.reconnect()?;
+        actor.reconnects = 0;
+        Ok(actor)
+    }
+
+    fn open(&mut self) -> std::result::Result<(), Status> {
+        let (addr, limit) = (self.addr.clone(), self.limits);
+        let (stream, info) = self.runtime.block_on(async move {
+            let mut client = proto::learner_client::LearnerClient::connect(addr)
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?
+                .max_decoding_message_size(limit)
+                .max_encoding_message_size(limit);
+            let info = client.info(proto::InfoRequest {}).await?.into_inner();
+            let (tx, rx) = mpsc::channel(2);
+            let rx = client.act(ReceiverStream::new(rx)).await?.into_inner();
+            Ok::<_, Status>((ActStream { tx, rx }, info))
+        })?;
+        self.kind = match info.action_kind.as_str() {
+            "discrete" => ActionKind::Discrete,
+            "continuous" => ActionKind::Continuous,
+            other => {
+                return Err(Status::failed_precondition(format!(
+                    "the learner serves actions of kind `{other}`"
+                )));
+            }
+        };
+        self.obs_dim = info.obs_dim as usize;
+        self.limits = self.limits.min(info.max_message_bytes as usize).max(1024);
+        self.stream = Some(stream);
+        Ok(())
+    }
+
+    /// (Re)opens the stream, waiting with backoff while the learner is unreachable.
+    fn reconnect(&mut self) -> Result<()> {
+        let start = Instant::now();
+        let mut attempt = 0;
+        loop {
+            match self.open() {
+                Ok(()) => {
+                    self.reconnects += 1;
+                    return Ok(());
+                }
+                Err(status)
+                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
+                {
+                    std::thread::sleep(self.backoff.wait(attempt, &mut self.rng));
+                    attempt += 1;
+                }
+                Err(status) => {
+                    return Err(Error::Unavailable {
+                        what: format!("the learner at {}", self.addr),
+                        hint: format!("{} ({:?})", status.message(), status.code()),
+                    });
+                }
+            }
+        }
+    }
+
+    fn exchange(
+        &mut self,
+        req: proto::ActRequest,
+    ) -> std::result::Result<proto::ActResponse, Status> {
+        let stream = self
+            .stream
+            .as_mut()
+            .ok_or_else(|| Status::unavailable("not connected"))?;
+        self.runtime.block_on(async {
+            stream
+                .tx
+                .send(req)
+                .await
+                .map_err(|_| Status::unavailable("the stream to the learner closed"))?;
+            match stream.rx.message().await? {
+                Some(r) => Ok(r),
+                None => Err(Status::unavailable("the learner ended the stream")),
+            }
+        })
+    }
+
+    /// Actions for the rows of `obs` into `out` and the policy version that chose them;
+    /// reconnects (with backoff) and resends if the learner went away.
+    ///
+    /// # Errors
+    /// A request the learner refuses (wrong width, NaN, too many rows: the status's text),
+    /// the agent's failure on these rows, or the learner unreachable for longer than the
+    /// backoff allows.
+    pub fn act_remote(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<u64> {
+        self.seq += 1;
+        let req = proto::ActRequest {
+            obs: obs.to_vec(),
+            explore,
+            seq: self.seq,
+        };
+        let start = Instant::now();
+        let mut attempt = 0;
+        let r = loop {
+            match self.exchange(req.clone()) {
+                Ok(r) => break r,
+                Err(status)
+                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
+                {
+                    self.stream = None;
+                    std::thread::sleep(self.backoff.wait(attempt, &mut self.rng));
+                    attempt += 1;
+                    // A failed reconnect within the budget: loop and try again.
+                    let _ = self.open().map(|()| self.reconnects += 1);
+                }
+                Err(status) => {
+                    self.stream = None;
+                    return Err(Error::invalid(
+                        "request to the learner",
+                        format!("{} rows", obs.len() / self.obs_dim.max(1)),
+                        format!("{} ({:?})", status.message(), status.code()),
+                    ));
+                }
+            }
+        };
+        if !r.error.is_empty() {
+            return Err(Error::Unavailable {
+                what: "actions from the learner".into(),
+                hint: r.error,
+            });
+        }
+        if r.seq != req.seq {
+            self.stream = None;
+            return Err(Error::Corrupt {
+                path: self.addr.clone().into(),
+                kind: "action stream".into(),
+                reason: format!("answer {} to request {}", r.seq, req.seq),
+            });
+        }
+        match self.kind {
+            ActionKind::Discrete => {
+                let o = match out {
+                    ActionBuf::Discrete(o) => o,
+                    other => {
+                        *other = ActionBuf::Discrete(Vec::new());
+                        other.discrete_mut("remote actor")?
+                    }
+                };
+                o.clear();
+                o.extend(r.discrete.iter().map(|&a| a as usize));
+            }
+            ActionKind::Continuous => {
+                let o = match out {
+                    ActionBuf::Continuous(o) => o,
+                    other => {
+                        *other = ActionBuf::Continuous(Vec::new());
+                        other.continuous_mut("remote actor")?
+                    }
+                };
+                o.clear();
+                o.extend_from_slice(&r.continuous);
+            }
+        }
+        self.version = r.version;
+        Ok(r.version)
+    }
+
+    /// The policy version of the last answer.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Reconnections since [`RemoteActor::connect`].
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
+    }
+
+    /// The kind of actions the learner answers with.
+    pub fn action_kind(&self) -> ActionKind {
+        self.kind
+    }
+}
+
+impl Agent for RemoteActor {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        self.act_remote(obs, explore, out).map(|_| ())
+    }
+}
+
+/// A trainer's synchronous connection to a parameter server over gRPC.
+pub struct RemoteTrainer {
+    runtime: tokio::runtime::Runtime,
+    client: proto::parameter_server_client::ParameterServerClient<tonic::transport::Channel>,
+    id: u32,
+}
+
+impl RemoteTrainer {
+    /// Connects as trainer `id` to the parameter server at `addr`.
+    ///
+    /// # Errors
+    /// The server cannot be reached.
+    pub fn connect(addr: &str, id: u32, limits: GrpcLimits) -> Result<Self> {
+        let addr = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let runtime = client_runtime()?;
+        let client = runtime
+            .block_on(proto::parameter_server_client::ParameterServerClient::connect(addr.clone()))
+            .map_err(|e| io_unavailable(&format!("the parameter server at {addr}"), e))?
+            .max_decoding_message_size(limits.max_message_bytes)
+            .max_encoding_message_size(limits.max_message_bytes);
+        Ok(RemoteTrainer {
+            runtime,
+            client,
+            id,
+        })
+    }
+
+    /// Submits `grad` (computed against `version`) and waits for the step of its round.
+    ///
+    /// # Errors
+    /// The server's refusal (length, NaN, version, id) or a lost connection.
+    pub fn submit(&mut self, version: u64, grad: Vec<f32>) -> Result<Weights> {
+        let req = proto::Gradient {
+            trainer: self.id,
+            version,
+            values: grad,
+        };
+        let w = self
+            .runtime
+            .block_on(self.client.submit(req))
+            .map_err(|s| Error::invalid("gradient", format!("trainer {}", self.id), s.message()))?
+            .into_inner();
+        Ok(Weights {
+            version: w.version,
+            params: Arc::new(w.params),
+        })
+    }
+
+    /// The server's current weights.
+    ///
+    /// # Errors
+    /// A lost connection.
+    pub fn current(&mut self) -> Result<Weights> {
+        let w = self
+            .runtime
+            .block_on(self.client.current(proto::CurrentRequest {}))
+            .map_err(|s| io_unavailable("the parameter server's weights", s.message()))?
+            .into_inner();
+        Ok(Weights {
+            version: w.version,
+            params: Arc::new(w.params),
+        })
+    }
+}
