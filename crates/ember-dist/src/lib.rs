@@ -10,6 +10,9 @@
 //! - [`ParameterServer`]: K trainers submit gradients tagged with the weight version they
 //!   were computed against; one optimizer step per round of all K (or a quorum after a
 //!   deadline), new weights to everyone waiting; duplicates and stale gradients dropped.
+//! - [`TransitionLog`]: the write-ahead log that makes an acknowledged transition durable
+//!   (checksummed records, one `fsync` per appended group, torn tails cut on recovery,
+//!   resends recognised by actor, run id and sequence number).
 //! - [`grpc`] (feature `grpc`, default): both over gRPC (tonic + prost, `proto/ember.proto`
 //!   compiled by protox: no `protoc`): [`GrpcServer`], and the synchronous clients
 //!   [`RemoteActor`] (an [`ember_algo::Agent`] acting through a learner's central
@@ -52,6 +55,7 @@
 pub mod grpc;
 mod inference;
 mod parameter_server;
+mod wal;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{ActionKind, Backoff, GrpcLimits, GrpcServer, RemoteActor, RemoteTrainer};
@@ -63,3 +67,4 @@ pub use parameter_server::{
     Adam, FlatOptimizer, ParameterServer, ParameterServerConfig, ParameterServerStats, Sgd,
     TrainerHandle, Weights,
 };
+pub use wal::{Appended, Record, TransitionLog};
