@@ -9,6 +9,7 @@
 
 use crate::inference::InferenceHandle;
 use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
+use crate::wal::{Appended, Record, TransitionLog};
 use ember_algo::{ActionBuf, Agent};
 use ember_core::{EmberRng, Error, Result};
 use std::net::SocketAddr;
@@ -97,10 +98,25 @@ impl GrpcServer {
         kind: ActionKind,
         limits: GrpcLimits,
     ) -> Result<Self> {
+        Self::learner_with_transitions(addr, inference, kind, None, limits)
+    }
+
+    /// [`GrpcServer::learner`] that also takes transitions from actors into `ingest`.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start.
+    pub fn learner_with_transitions(
+        addr: &str,
+        inference: InferenceHandle,
+        kind: ActionKind,
+        ingest: Option<TransitionIngest>,
+        limits: GrpcLimits,
+    ) -> Result<Self> {
         let service = LearnerImpl {
             inference,
             kind,
             limits,
+            ingest,
         };
         let svc = LearnerServer::new(service)
             .max_decoding_message_size(limits.max_message_bytes)
@@ -211,6 +227,59 @@ struct LearnerImpl {
     inference: InferenceHandle,
     kind: ActionKind,
     limits: GrpcLimits,
+    ingest: Option<TransitionIngest>,
+}
+
+/// The learner's side of the transition stream: batches are appended to its
+/// [`TransitionLog`] (durable before the acknowledgement), then handed to the learner
+/// through a bounded queue ([`TransitionIngest::new`]'s receiver). When the learner falls
+/// behind, the queue fills and the actors' streams wait: memory stays flat.
+#[derive(Clone)]
+pub struct TransitionIngest {
+    log: Arc<std::sync::Mutex<TransitionLog>>,
+    tx: std::sync::mpsc::SyncSender<Record>,
+    width: u32,
+}
+
+impl TransitionIngest {
+    /// Ingest into `log` rows of `width` values; the learner reads stored batches from the
+    /// returned receiver (at most `queue` waiting).
+    pub fn new(
+        log: TransitionLog,
+        width: u32,
+        queue: usize,
+    ) -> (Self, std::sync::mpsc::Receiver<Record>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(queue.max(1));
+        (
+            TransitionIngest {
+                log: Arc::new(std::sync::Mutex::new(log)),
+                tx,
+                width,
+            },
+            rx,
+        )
+    }
+
+    /// Makes `batch` durable, then queues it for the learner unless it was a resend.
+    fn ingest(&self, batch: Record) -> Result<Appended> {
+        let appended = {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.append(std::slice::from_ref(&batch))?[0]
+        };
+        if appended == Appended::Stored && self.tx.send(batch).is_err() {
+            return Err(Error::Unavailable {
+                what: "the learner's transition queue".into(),
+                hint: "the learner stopped reading it".into(),
+            });
+        }
+        Ok(appended)
+    }
+
+    /// Records and rows in the log (durable, acknowledged or about to be).
+    pub fn stored(&self) -> (u64, u64) {
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        (log.records(), log.rows())
+    }
 }
 
 /// What a stream's reader hands its worker: a request, or the status that ends the stream
@@ -305,7 +374,86 @@ impl Learner for LearnerImpl {
             version: self.inference.stats().version,
             max_message_bytes: self.limits.max_message_bytes as u64,
             max_rows: self.limits.max_rows as u32,
+            transition_width: self.ingest.as_ref().map_or(0, |i| i.width),
         }))
+    }
+
+    type TransitionsStream = ReceiverStream<std::result::Result<proto::Ack, Status>>;
+
+    async fn transitions(
+        &self,
+        request: Request<Streaming<proto::TransitionBatch>>,
+    ) -> std::result::Result<Response<Self::TransitionsStream>, Status> {
+        let ingest = self
+            .ingest
+            .clone()
+            .ok_or_else(|| Status::unimplemented("this learner takes no transitions"))?;
+        let (max_rows, width) = (self.limits.max_rows, ingest.width);
+        let mut inbound = request.into_inner();
+        let (out_tx, out_rx) = mpsc::channel(4);
+        tokio::spawn(async move {
+            loop {
+                let batch = match inbound.message().await {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return,
+                    Err(status) => {
+                        let _ = out_tx.send(Err(status)).await;
+                        return;
+                    }
+                };
+                let rows = batch.values.len() / width.max(1) as usize;
+                let refusal = if batch.width != width
+                    || batch.values.is_empty()
+                    || batch.values.len() % width as usize != 0
+                {
+                    Some(Status::invalid_argument(format!(
+                        "transition batch {}: width {} with {} values, the learner takes whole rows of {width}",
+                        batch.seq,
+                        batch.width,
+                        batch.values.len()
+                    )))
+                } else if rows > max_rows {
+                    Some(Status::resource_exhausted(format!(
+                        "{rows} transitions in one batch, at most {max_rows}"
+                    )))
+                } else if let Some(i) = batch.values.iter().position(|v| !v.is_finite()) {
+                    Some(Status::invalid_argument(format!(
+                        "transition batch {}: row {} holds a NaN or infinity",
+                        batch.seq,
+                        i / width as usize
+                    )))
+                } else {
+                    None
+                };
+                if let Some(status) = refusal {
+                    let _ = out_tx.send(Err(status)).await;
+                    return;
+                }
+                let seq = batch.seq;
+                let record = Record {
+                    actor: batch.actor,
+                    run: batch.run,
+                    seq,
+                    width,
+                    values: batch.values,
+                };
+                let ingest = ingest.clone();
+                let answer = match tokio::task::spawn_blocking(move || ingest.ingest(record)).await
+                {
+                    Ok(Ok(appended)) => Ok(proto::Ack {
+                        seq,
+                        duplicate: appended == Appended::Duplicate,
+                    }),
+                    Ok(Err(e)) => Err(Status::unavailable(e.to_string())),
+                    Err(e) => Err(Status::internal(e.to_string())),
+                };
+                let end = answer.is_err();
+                if out_tx.send(answer).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(out_rx)))
     }
 }
 
@@ -665,6 +813,170 @@ impl Agent for RemoteActor {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         self.act_remote(obs, explore, out).map(|_| ())
+    }
+}
+
+/// An actor's synchronous transition stream to a learner: each batch is sent with the
+/// actor's id, run id and the next sequence number, and [`TransitionSender::send`] returns
+/// once the learner acknowledged it (durable in its log). When the learner goes away the
+/// sender reconnects with [`Backoff`] and resends the unacknowledged batch; the learner
+/// recognises a batch it already stored.
+pub struct TransitionSender {
+    runtime: tokio::runtime::Runtime,
+    addr: String,
+    backoff: Backoff,
+    rng: EmberRng,
+    actor: u64,
+    run: u64,
+    seq: u64,
+    width: u32,
+    stream: Option<(mpsc::Sender<proto::TransitionBatch>, Streaming<proto::Ack>)>,
+    reconnects: u64,
+}
+
+impl TransitionSender {
+    /// Connects as `actor` (run id `run`: new for every start of the actor process) to the
+    /// learner at `addr`, for rows of `width` values, retrying with `backoff`.
+    ///
+    /// # Errors
+    /// The learner cannot be reached within the backoff budget.
+    pub fn connect(addr: &str, actor: u64, run: u64, width: u32, backoff: Backoff) -> Result<Self> {
+        let addr = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let mut sender = TransitionSender {
+            runtime: client_runtime()?,
+            addr,
+            backoff,
+            rng: jitter_rng(),
+            actor,
+            run,
+            seq: 0,
+            width,
+            stream: None,
+            reconnects: 0,
+        };
+        sender.reopen(Instant::now())?;
+        sender.reconnects = 0;
+        Ok(sender)
+    }
+
+    fn open(&mut self) -> std::result::Result<(), Status> {
+        let addr = self.addr.clone();
+        let stream = self.runtime.block_on(async move {
+            let mut client = proto::learner_client::LearnerClient::connect(addr)
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?;
+            let (tx, rx) = mpsc::channel(2);
+            let acks = client
+                .transitions(ReceiverStream::new(rx))
+                .await?
+                .into_inner();
+            Ok::<_, Status>((tx, acks))
+        })?;
+        self.stream = Some(stream);
+        Ok(())
+    }
+
+    fn reopen(&mut self, start: Instant) -> Result<()> {
+        let mut attempt = 0;
+        loop {
+            match self.open() {
+                Ok(()) => {
+                    self.reconnects += 1;
+                    return Ok(());
+                }
+                Err(status)
+                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
+                {
+                    std::thread::sleep(self.backoff.wait(attempt, &mut self.rng));
+                    attempt += 1;
+                }
+                Err(status) => {
+                    return Err(Error::Unavailable {
+                        what: format!("the learner's transition stream at {}", self.addr),
+                        hint: format!("{} ({:?})", status.message(), status.code()),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Sends rows of `width` values as the next batch and waits for the acknowledgement;
+    /// `true` if the learner had already stored it (a resend after a lost acknowledgement).
+    ///
+    /// # Errors
+    /// A batch the learner refuses (width, NaN, size: the status's text), or the learner
+    /// unreachable for longer than the backoff allows. The batch is then not acknowledged:
+    /// send it again (it keeps its sequence number, so a copy the learner did store is
+    /// recognised).
+    pub fn send(&mut self, values: &[f32]) -> Result<bool> {
+        self.seq += 1;
+        let batch = proto::TransitionBatch {
+            actor: self.actor,
+            run: self.run,
+            seq: self.seq,
+            width: self.width,
+            values: values.to_vec(),
+        };
+        let start = Instant::now();
+        loop {
+            let attempt = match self.stream.as_mut() {
+                None => Err(Status::unavailable("not connected")),
+                Some((tx, acks)) => self.runtime.block_on(async {
+                    tx.send(batch.clone())
+                        .await
+                        .map_err(|_| Status::unavailable("the transition stream closed"))?;
+                    match acks.message().await? {
+                        Some(ack) => Ok(ack),
+                        None => Err(Status::unavailable("the learner ended the stream")),
+                    }
+                }),
+            };
+            match attempt {
+                Ok(ack) if ack.seq == batch.seq => return Ok(ack.duplicate),
+                Ok(ack) => {
+                    self.stream = None;
+                    return Err(Error::Corrupt {
+                        path: self.addr.clone().into(),
+                        kind: "transition stream".into(),
+                        reason: format!("acknowledgement {} for batch {}", ack.seq, batch.seq),
+                    });
+                }
+                Err(status)
+                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
+                {
+                    self.stream = None;
+                    if let Err(e) = self.reopen(start) {
+                        // Not acknowledged: the same batch, sent again, keeps its number
+                        // (the learner may have stored it before the connection broke).
+                        self.seq -= 1;
+                        return Err(e);
+                    }
+                }
+                Err(status) => {
+                    self.stream = None;
+                    self.seq -= 1;
+                    return Err(Error::invalid(
+                        "transition batch",
+                        batch.seq,
+                        format!("{} ({:?})", status.message(), status.code()),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Batches sent and acknowledged so far (the last sequence number).
+    pub fn acknowledged(&self) -> u64 {
+        self.seq
+    }
+
+    /// Reconnections since [`TransitionSender::connect`].
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
     }
 }
 

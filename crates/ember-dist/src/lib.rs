@@ -58,7 +58,10 @@ mod parameter_server;
 mod wal;
 
 #[cfg(feature = "grpc")]
-pub use grpc::{ActionKind, Backoff, GrpcLimits, GrpcServer, RemoteActor, RemoteTrainer};
+pub use grpc::{
+    ActionKind, Backoff, GrpcLimits, GrpcServer, RemoteActor, RemoteTrainer, TransitionIngest,
+    TransitionSender,
+};
 
 pub use inference::{
     InferenceClient, InferenceConfig, InferenceHandle, InferenceServer, InferenceStats,
