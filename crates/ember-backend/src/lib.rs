@@ -45,4 +45,21 @@ pub use checked::DeviceChecked;
 pub use ember_core::denormals;
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
+
+/// The GEMM kernels flex runs on this CPU with this build: `"avx512"` (feature `avx512` and
+/// a CPU with AVX-512F), `"avx2+fma"`, or `"baseline"` (the `gemm` crate picks among them at
+/// run time; results differ in the last bits between them, see docs/benchmarks.md).
+pub fn gemm_kernels() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if cfg!(feature = "avx512") && std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return "avx2+fma";
+        }
+    }
+    "baseline"
+}
 pub use transfer::{inference_copy, move_to};
