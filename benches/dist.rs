@@ -20,7 +20,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ember_algo::{ActionBuf, Agent};
 use ember_core::EmberRng;
-use ember_dist::{InferenceConfig, InferenceServer};
+use ember_dist::{InferenceConfig, InferenceHandle, InferenceServer};
 use ember_nn::{FrozenMlp, Mlp, MlpConfig};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -158,6 +158,25 @@ impl Actors {
     }
 }
 
+/// The server settings of the batched rows: a forward pass per 16 rows or 200 µs.
+fn batching() -> InferenceConfig {
+    InferenceConfig {
+        max_batch: ACTORS,
+        max_wait: Duration::from_micros(200),
+        queue: 4 * ACTORS,
+    }
+}
+
+/// Actors that act through a server.
+fn through(server: &InferenceHandle) -> Actors {
+    Actors::new(|_| {
+        let mut client = server.client();
+        move |obs: &[f32], out: &mut ActionBuf| {
+            client.act(obs, true, out).unwrap();
+        }
+    })
+}
+
 fn dist_inference(c: &mut Criterion) {
     let mut g = c.benchmark_group("dist_inference");
     g.warm_up_time(Duration::from_millis(500))
@@ -174,39 +193,16 @@ fn dist_inference(c: &mut Criterion) {
     let server = InferenceServer::spawn(
         Policy::new(false),
         ActionBuf::Discrete(Vec::new()),
-        InferenceConfig {
-            max_batch: ACTORS,
-            max_wait: Duration::from_micros(200),
-            queue: 4 * ACTORS,
-        },
+        batching(),
     )
     .unwrap();
-    let served = Actors::new(|_| {
-        let mut client = server.client();
-        move |obs: &[f32], out: &mut ActionBuf| {
-            client.act(obs, true, out).unwrap();
-        }
-    });
+    let served = through(&server.handle());
     g.bench_function("batched_16", |b| b.iter_custom(|iters| served.run(iters)));
     drop(served);
     // The hand-off alone: an agent that does no work, served the same way (the ceiling of
     // central inference on this machine, whatever the model).
-    let noop = InferenceServer::spawn(
-        Noop,
-        ActionBuf::Discrete(Vec::new()),
-        InferenceConfig {
-            max_batch: ACTORS,
-            max_wait: Duration::from_micros(200),
-            queue: 4 * ACTORS,
-        },
-    )
-    .unwrap();
-    let served = Actors::new(|_| {
-        let mut client = noop.client();
-        move |obs: &[f32], out: &mut ActionBuf| {
-            client.act(obs, true, out).unwrap();
-        }
-    });
+    let noop = InferenceServer::spawn(Noop, ActionBuf::Discrete(Vec::new()), batching()).unwrap();
+    let served = through(&noop.handle());
     g.bench_function("batched_16_noop", |b| {
         b.iter_custom(|iters| served.run(iters))
     });

@@ -569,6 +569,34 @@ fn jitter_rng() -> EmberRng {
     EmberRng::seed_from(nanos ^ u64::from(std::process::id()).rotate_left(32))
 }
 
+/// Calls `open` until it succeeds, sleeping `backoff` (with jitter) after each transport
+/// failure, until `give_up_after` has passed since `start`; then, or on a refusal, the
+/// error names `what`.
+fn open_with_backoff(
+    backoff: &Backoff,
+    rng: &mut EmberRng,
+    start: Instant,
+    what: impl FnOnce() -> String,
+    mut open: impl FnMut() -> std::result::Result<(), Status>,
+) -> Result<()> {
+    let mut attempt = 0;
+    loop {
+        match open() {
+            Ok(()) => return Ok(()),
+            Err(status) if is_transport(&status) && start.elapsed() < backoff.give_up_after => {
+                std::thread::sleep(backoff.wait(attempt, rng));
+                attempt += 1;
+            }
+            Err(status) => {
+                return Err(Error::Unavailable {
+                    what: what(),
+                    hint: format!("{} ({:?})", status.message(), status.code()),
+                });
+            }
+        }
+    }
+}
+
 /// Whether a status means the connection or the server went away (worth a reconnect),
 /// rather than a refusal of this request.
 fn is_transport(status: &Status) -> bool {
@@ -665,28 +693,13 @@ impl RemoteActor {
 
     /// (Re)opens the stream, waiting with backoff while the learner is unreachable.
     fn reconnect(&mut self) -> Result<()> {
-        let start = Instant::now();
-        let mut attempt = 0;
-        loop {
-            match self.open() {
-                Ok(()) => {
-                    self.reconnects += 1;
-                    return Ok(());
-                }
-                Err(status)
-                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
-                {
-                    std::thread::sleep(self.backoff.wait(attempt, &mut self.rng));
-                    attempt += 1;
-                }
-                Err(status) => {
-                    return Err(Error::Unavailable {
-                        what: format!("the learner at {}", self.addr),
-                        hint: format!("{} ({:?})", status.message(), status.code()),
-                    });
-                }
-            }
-        }
+        let (backoff, mut rng) = (self.backoff, self.rng.clone());
+        let what = format!("the learner at {}", self.addr);
+        let result = open_with_backoff(&backoff, &mut rng, Instant::now(), || what, || self.open());
+        self.rng = rng;
+        result?;
+        self.reconnects += 1;
+        Ok(())
     }
 
     fn exchange(
@@ -881,27 +894,13 @@ impl TransitionSender {
     }
 
     fn reopen(&mut self, start: Instant) -> Result<()> {
-        let mut attempt = 0;
-        loop {
-            match self.open() {
-                Ok(()) => {
-                    self.reconnects += 1;
-                    return Ok(());
-                }
-                Err(status)
-                    if is_transport(&status) && start.elapsed() < self.backoff.give_up_after =>
-                {
-                    std::thread::sleep(self.backoff.wait(attempt, &mut self.rng));
-                    attempt += 1;
-                }
-                Err(status) => {
-                    return Err(Error::Unavailable {
-                        what: format!("the learner's transition stream at {}", self.addr),
-                        hint: format!("{} ({:?})", status.message(), status.code()),
-                    });
-                }
-            }
-        }
+        let (backoff, mut rng) = (self.backoff, self.rng.clone());
+        let what = format!("the learner's transition stream at {}", self.addr);
+        let result = open_with_backoff(&backoff, &mut rng, start, || what, || self.open());
+        self.rng = rng;
+        result?;
+        self.reconnects += 1;
+        Ok(())
     }
 
     /// Sends rows of `width` values as the next batch and waits for the acknowledgement;

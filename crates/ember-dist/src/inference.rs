@@ -89,6 +89,15 @@ struct Buffers {
     actions: ActionBuf,
 }
 
+impl Buffers {
+    fn empty() -> Self {
+        Buffers {
+            obs: Vec::new(),
+            actions: ActionBuf::Discrete(Vec::new()),
+        }
+    }
+}
+
 type Answer = (Buffers, Result<u64>);
 
 type Update<A> = Box<dyn FnOnce(&mut A) -> Result<()> + Send>;
@@ -223,17 +232,7 @@ impl Clone for InferenceHandle {
 impl InferenceHandle {
     /// A handle for one actor.
     pub fn client(&self) -> InferenceClient {
-        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        InferenceClient {
-            send: self.send.clone_box(),
-            reply_tx,
-            reply_rx,
-            bufs: Some(Buffers {
-                obs: Vec::new(),
-                actions: ActionBuf::Discrete(Vec::new()),
-            }),
-            obs_dim: self.obs_dim,
-        }
+        InferenceClient::new(self.send.clone_box(), self.obs_dim)
     }
 
     /// The server's counters so far.
@@ -299,21 +298,22 @@ pub struct InferenceClient {
 
 impl Clone for InferenceClient {
     fn clone(&self) -> Self {
-        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        InferenceClient {
-            send: self.send.clone_box(),
-            reply_tx,
-            reply_rx,
-            bufs: Some(Buffers {
-                obs: Vec::new(),
-                actions: ActionBuf::Discrete(Vec::new()),
-            }),
-            obs_dim: self.obs_dim,
-        }
+        InferenceClient::new(self.send.clone_box(), self.obs_dim)
     }
 }
 
 impl InferenceClient {
+    fn new(send: Box<dyn SendRequest>, obs_dim: usize) -> Self {
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        InferenceClient {
+            send,
+            reply_tx,
+            reply_rx,
+            bufs: Some(Buffers::empty()),
+            obs_dim,
+        }
+    }
+
     /// Actions for the rows of `obs` (`rows × obs_dim`, finite) into `out`, and the policy
     /// version that chose them. Blocks while the queue is full and until the batch holding
     /// these rows has run.
@@ -337,10 +337,7 @@ impl InferenceClient {
         std::mem::swap(&mut bufs.actions, out);
         if !self.send.send(bufs, rows, explore, self.reply_tx.clone()) {
             // The buffers went down with the message; start afresh.
-            self.bufs = Some(Buffers {
-                obs: Vec::new(),
-                actions: ActionBuf::Discrete(Vec::new()),
-            });
+            self.bufs = Some(Buffers::empty());
             return Err(stopped());
         }
         match self.reply_rx.recv() {
@@ -350,10 +347,7 @@ impl InferenceClient {
                 result
             }
             Err(_) => {
-                self.bufs = Some(Buffers {
-                    obs: Vec::new(),
-                    actions: ActionBuf::Discrete(Vec::new()),
-                });
+                self.bufs = Some(Buffers::empty());
                 Err(stopped())
             }
         }
@@ -535,13 +529,7 @@ impl<A: Agent> Worker<A> {
             self.counters
                 .rows
                 .fetch_add(p.rows as u64, Ordering::Relaxed);
-            let bufs = std::mem::replace(
-                &mut p.bufs,
-                Buffers {
-                    obs: Vec::new(),
-                    actions: ActionBuf::Discrete(Vec::new()),
-                },
-            );
+            let bufs = std::mem::replace(&mut p.bufs, Buffers::empty());
             // An actor that went away does not stop the others.
             let _ = p.reply.send((bufs, answer));
         }
