@@ -464,26 +464,21 @@ impl<A: Agent> Worker<A> {
             if group.is_empty() {
                 continue;
             }
-            if self.answer(&mut pending, &group, explore).is_err() && group.len() > 1 {
+            if !self.run_group(&mut pending, &group, explore) {
                 for &i in &group {
-                    let _ = self.answer(&mut pending, &[i], explore);
+                    self.run_group(&mut pending, &[i], explore);
                 }
-            } else {
-                self.reply_all(&mut pending, &group);
             }
+            self.reply_all(&mut pending, &group);
         }
         pending.clear();
         self.pending = pending;
     }
 
-    /// Runs one forward pass over the requests `group`; on success writes each request's
-    /// actions and answers them, on failure (more than one request) answers nobody.
-    fn answer(
-        &mut self,
-        pending: &mut [Pending],
-        group: &[usize],
-        explore: bool,
-    ) -> std::result::Result<(), ()> {
+    /// Runs one forward pass over the requests `group` and sets each one's answer: its
+    /// actions, or (a single request) the agent's error. `false`, with no answer set, when
+    /// a pass over several requests failed: they are to run one by one.
+    fn run_group(&mut self, pending: &mut [Pending], group: &[usize], explore: bool) -> bool {
         self.obs.clear();
         let mut rows = 0;
         for &i in group {
@@ -501,19 +496,15 @@ impl<A: Agent> Worker<A> {
                     p.answer = Some(Ok(self.version));
                     at += p.rows;
                 }
-                if group.len() == 1 {
-                    self.reply_all(pending, group);
-                }
-                Ok(())
+                true
             }
-            Err(_) if group.len() > 1 => Err(()),
+            Err(_) if group.len() > 1 => false,
             Err(message) => {
                 pending[group[0]].answer = Some(Err(Error::Unavailable {
                     what: "actions from the inference server".into(),
                     hint: format!("its agent failed on this request's {rows} rows: {message}"),
                 }));
-                self.reply_all(pending, group);
-                Ok(())
+                true
             }
         }
     }

@@ -366,6 +366,8 @@ pub struct VecNormalize<V> {
     obs_normalizer: ObsNormalizer,
     return_stats: BatchMeanVar,
     returns: Vec<f64>,
+    /// `returns` as the statistics take them (kept to avoid an allocation per step).
+    returns_row: Vec<f32>,
     training: bool,
     space: Space,
     obs: Vec<f32>,
@@ -398,6 +400,7 @@ impl<V: VecEnv> VecNormalize<V> {
             config,
             return_stats: BatchMeanVar::new(1),
             returns: vec![0.0; n],
+            returns_row: Vec::with_capacity(n),
             training: true,
             space,
             obs: Vec::new(),
@@ -487,8 +490,10 @@ impl<V: VecEnv> VecEnv for VecNormalize<V> {
             *ret = *ret * gamma + r;
         }
         if self.training {
-            let returns: Vec<f32> = self.returns.iter().map(|&r| r as f32).collect();
-            self.return_stats.update(&returns);
+            self.returns_row.clear();
+            self.returns_row
+                .extend(self.returns.iter().map(|&r| r as f32));
+            self.return_stats.update(&self.returns_row);
         }
         if self.config.rewards {
             let scale = (self.return_stats.var[0] + self.config.epsilon).sqrt();
