@@ -239,6 +239,7 @@ pub struct TransitionIngest {
     log: Arc<std::sync::Mutex<TransitionLog>>,
     tx: std::sync::mpsc::SyncSender<Record>,
     width: u32,
+    finished: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl TransitionIngest {
@@ -255,9 +256,21 @@ impl TransitionIngest {
                 log: Arc::new(std::sync::Mutex::new(log)),
                 tx,
                 width,
+                finished: Arc::default(),
             },
             rx,
         )
+    }
+
+    /// Marks training finished: every acknowledgement from now on tells the actor so
+    /// (batches are still stored).
+    pub fn finish(&self) {
+        self.finished
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Makes `batch` durable, then queues it for the learner unless it was a resend.
@@ -266,7 +279,7 @@ impl TransitionIngest {
             let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
             log.append(std::slice::from_ref(&batch))?[0]
         };
-        if appended == Appended::Stored && self.tx.send(batch).is_err() {
+        if appended == Appended::Stored && !self.is_finished() && self.tx.send(batch).is_err() {
             return Err(Error::Unavailable {
                 what: "the learner's transition queue".into(),
                 hint: "the learner stopped reading it".into(),
@@ -438,11 +451,16 @@ impl Learner for LearnerImpl {
                     values: batch.values,
                 };
                 let ingest = ingest.clone();
-                let answer = match tokio::task::spawn_blocking(move || ingest.ingest(record)).await
+                let answer = match tokio::task::spawn_blocking(move || {
+                    let appended = ingest.ingest(record)?;
+                    Ok::<_, Error>((appended, ingest.is_finished()))
+                })
+                .await
                 {
-                    Ok(Ok(appended)) => Ok(proto::Ack {
+                    Ok(Ok((appended, finished))) => Ok(proto::Ack {
                         seq,
                         duplicate: appended == Appended::Duplicate,
+                        finished,
                     }),
                     Ok(Err(e)) => Err(Status::unavailable(e.to_string())),
                     Err(e) => Err(Status::internal(e.to_string())),
@@ -845,6 +863,7 @@ pub struct TransitionSender {
     width: u32,
     stream: Option<(mpsc::Sender<proto::TransitionBatch>, Streaming<proto::Ack>)>,
     reconnects: u64,
+    learner_finished: bool,
 }
 
 impl TransitionSender {
@@ -870,6 +889,7 @@ impl TransitionSender {
             width,
             stream: None,
             reconnects: 0,
+            learner_finished: false,
         };
         sender.reopen(Instant::now())?;
         sender.reconnects = 0;
@@ -935,7 +955,10 @@ impl TransitionSender {
                 }),
             };
             match attempt {
-                Ok(ack) if ack.seq == batch.seq => return Ok(ack.duplicate),
+                Ok(ack) if ack.seq == batch.seq => {
+                    self.learner_finished |= ack.finished;
+                    return Ok(ack.duplicate);
+                }
                 Ok(ack) => {
                     self.stream = None;
                     return Err(Error::Corrupt {
@@ -976,6 +999,11 @@ impl TransitionSender {
     /// Reconnections since [`TransitionSender::connect`].
     pub fn reconnects(&self) -> u64 {
         self.reconnects
+    }
+
+    /// Whether an acknowledgement said the learner has finished training.
+    pub fn learner_finished(&self) -> bool {
+        self.learner_finished
     }
 }
 

@@ -100,7 +100,8 @@ impl Buffers {
 
 type Answer = (Buffers, Result<u64>);
 
-type Update<A> = Box<dyn FnOnce(&mut A) -> Result<()> + Send>;
+/// A change to the agent; `Ok(true)` when it changed the policy (a new version).
+type Update<A> = Box<dyn FnOnce(&mut A) -> Result<bool> + Send>;
 
 enum Msg<A> {
     Act {
@@ -187,9 +188,25 @@ impl<A: Agent + Send + 'static> InferenceServer<A> {
         &self,
         change: impl FnOnce(&mut A) -> Result<()> + Send + 'static,
     ) -> Result<u64> {
+        self.send_update(Box::new(move |agent| change(agent).map(|()| true)))
+    }
+
+    /// Runs `read` on the agent between two forward passes without changing the policy
+    /// version (a checkpoint, an evaluation on the side); returns the current version.
+    ///
+    /// # Errors
+    /// The error of `read`, or the server has stopped.
+    pub fn with_agent(
+        &self,
+        read: impl FnOnce(&mut A) -> Result<()> + Send + 'static,
+    ) -> Result<u64> {
+        self.send_update(Box::new(move |agent| read(agent).map(|()| false)))
+    }
+
+    fn send_update(&self, change: Update<A>) -> Result<u64> {
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
         self.tx
-            .send(Msg::Update(Box::new(change), reply_tx))
+            .send(Msg::Update(change, reply_tx))
             .map_err(|_| stopped())?;
         reply_rx.recv().map_err(|_| stopped())?
     }
@@ -547,9 +564,11 @@ impl<A: Agent> Worker<A> {
     fn apply(&mut self, change: Update<A>, reply: SyncSender<Result<u64>>) {
         let agent = &mut self.agent;
         let result = Error::catch(|| "an inference server update".into(), || change(agent));
-        let answer = result.map(|()| {
-            self.version += 1;
-            self.counters.version.store(self.version, Ordering::Relaxed);
+        let answer = result.map(|changed| {
+            if changed {
+                self.version += 1;
+                self.counters.version.store(self.version, Ordering::Relaxed);
+            }
             self.version
         });
         let _ = reply.send(answer);

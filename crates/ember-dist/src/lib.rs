@@ -17,6 +17,9 @@
 //!   compiled by protox: no `protoc`): [`GrpcServer`], and the synchronous clients
 //!   [`RemoteActor`] (an [`ember_algo::Agent`] acting through a learner's central
 //!   inference, reconnecting with backoff and jitter) and [`RemoteTrainer`].
+//! - [`cluster`] (feature `grpc`): the learner and actor processes behind `ember serve`,
+//!   `ember actor` and `ember launch` — training from streamed transitions, surviving a
+//!   `kill -9` of the learner.
 //!
 //! ```
 //! use ember_algo::{ActionBuf, Agent};
@@ -51,6 +54,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "grpc")]
+pub mod cluster;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 mod inference;

@@ -7,6 +7,7 @@
 //! with 130.
 
 mod bench;
+mod cluster_cmd;
 mod eval;
 mod learners;
 mod plot_cmd;
@@ -47,6 +48,14 @@ enum Command {
     /// Measure this machine: replay sampling, batched inference, one SAC update,
     /// environment stepping, end-to-end training.
     Bench(BenchCmd),
+    /// Run a learner that serves actors over gRPC (central inference, transition stream)
+    /// and trains from their transitions; survives kill -9 (write-ahead log, checkpoints).
+    Serve(cluster_cmd::ServeCmd),
+    /// Run an actor: environments stepped here, actions from a learner (`ember serve`),
+    /// transitions streamed back.
+    Actor(cluster_cmd::ActorCmd),
+    /// Start a learner and K actor processes on this machine and wait for the run.
+    Launch(cluster_cmd::LaunchCmd),
 }
 
 #[derive(Args, Debug)]
@@ -259,6 +268,49 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
             }
             Ok(())
         }
+        Command::Serve(args) => {
+            let report = cluster_cmd::serve(&args)?;
+            if args.json {
+                println!("{}", cluster_cmd::report_json(&report));
+            } else {
+                print_learner(&report);
+            }
+            Ok(())
+        }
+        Command::Actor(args) => {
+            let report = cluster_cmd::actor(&args)?;
+            if args.json {
+                println!("{}", cluster_cmd::actor_json(args.id, &report));
+            } else {
+                println!(
+                    "actor {}: {} env steps in {:.1} s ({:.0}/s), {} episodes (recent return {:.1}), \
+                     {} transitions acknowledged, {} reconnects, act p50 {:.0} µs p99 {:.0} µs",
+                    args.id,
+                    report.env_steps,
+                    report.secs,
+                    report.env_steps as f64 / report.secs.max(1e-9),
+                    report.episodes,
+                    report.recent_return,
+                    report.acked_rows,
+                    report.reconnects,
+                    report.act_p50_us,
+                    report.act_p99_us
+                );
+            }
+            Ok(())
+        }
+        Command::Launch(args) => {
+            let (learner, actors) = cluster_cmd::launch(&args)?;
+            if args.serve.json {
+                println!("{}", serde_json::json!({"learner": learner, "actors": actors}));
+            } else {
+                for a in &actors {
+                    println!("{a}");
+                }
+                println!("learner: {learner}");
+            }
+            Ok(())
+        }
         Command::Zoo(args) => {
             let env = match args.env {
                 Some(e) => e,
@@ -275,6 +327,27 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn print_learner(r: &ember_dist::cluster::LearnerReport) {
+    let eval = r.eval.as_ref().map_or("no evaluation".to_string(), |e| {
+        format!(
+            "greedy return {:.2} ± {:.2} over {} episodes",
+            e.mean_return(),
+            e.std_return(),
+            e.returns.len()
+        )
+    });
+    println!(
+        "learner{}: {} transitions, {} updates in {:.1} s; {eval}; log holds {} transitions \
+         in {} batches",
+        if r.resumed { " (resumed)" } else { "" },
+        r.env_steps,
+        r.updates,
+        r.secs,
+        r.log_rows,
+        r.log_records
+    );
 }
 
 /// The environment `ember zoo ALGO` shows when none is given.
@@ -297,45 +370,20 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
     let (dir, config, resume) = match &args.resume {
         Some(dir) => (dir.clone(), run_dir::load_config(dir)?, true),
         None => {
-            let algo = args.algo.clone().ok_or_else(|| {
-                anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", "))
-            })?;
-            let env = args.env.clone().ok_or_else(|| {
-                anyhow!(
-                    "name an environment with --env ID (known: {})",
-                    ember_env::ids().join(", ")
-                )
-            })?;
-            if ember_env::factory(&env).is_err() {
-                bail!(
-                    "unknown environment `{env}`: known are {}",
-                    ember_env::ids().join(", ")
-                );
-            }
-            let mut config = match &args.config {
-                Some(path) => {
-                    let c = run_config::load_file(path)?;
-                    if c.algo != algo || c.env != env {
-                        bail!(
-                            "config {} is for {} on {}, not {algo} on {env}",
-                            path.display(),
-                            c.algo,
-                            c.env
-                        );
-                    }
-                    c
-                }
-                None => RunConfig::preset(&algo, &env)?.0,
-            };
-            config.apply_flags(&Flags {
-                steps: args.steps,
-                seed: args.seed,
-                eval_every: args.eval_every,
-                save_every: args.save_every,
-                stop_reward: args.stop_reward,
-                device: args.device.clone(),
-                sets: args.sets.clone(),
-            })?;
+            let config = resolve_config(
+                args.algo.as_deref(),
+                args.env.as_deref(),
+                args.config.as_deref(),
+                &Flags {
+                    steps: args.steps,
+                    seed: args.seed,
+                    eval_every: args.eval_every,
+                    save_every: args.save_every,
+                    stop_reward: args.stop_reward,
+                    device: args.device.clone(),
+                    sets: args.sets.clone(),
+                },
+            )?;
             // Check the device before making a folder.
             learners::devices(&config.device)?;
             let dir = args
@@ -380,6 +428,50 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
 }
 
 /// `--seeds A..B --jobs J`: one child `ember train` per seed, J at a time.
+/// The config of `ALGO --env ENV [--config FILE]` with the flags applied: the preset, or
+/// the file (which must be for the same algorithm and environment).
+///
+/// # Errors
+/// No algorithm or environment named, an unknown environment, a bad file or flag.
+fn resolve_config(
+    algo: Option<&str>,
+    env: Option<&str>,
+    file: Option<&std::path::Path>,
+    flags: &Flags,
+) -> Result<RunConfig> {
+    let algo = algo
+        .ok_or_else(|| anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", ")))?;
+    let env = env.ok_or_else(|| {
+        anyhow!(
+            "name an environment with --env ID (known: {})",
+            ember_env::ids().join(", ")
+        )
+    })?;
+    if ember_env::factory(env).is_err() {
+        bail!(
+            "unknown environment `{env}`: known are {}",
+            ember_env::ids().join(", ")
+        );
+    }
+    let mut config = match file {
+        Some(path) => {
+            let c = run_config::load_file(path)?;
+            if c.algo != algo || c.env != env {
+                bail!(
+                    "config {} is for {} on {}, not {algo} on {env}",
+                    path.display(),
+                    c.algo,
+                    c.env
+                );
+            }
+            c
+        }
+        None => RunConfig::preset(algo, env)?.0,
+    };
+    config.apply_flags(flags)?;
+    Ok(config)
+}
+
 fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
     let (a, b) = range
         .split_once("..")

@@ -1,0 +1,130 @@
+//! A learner and four actor processes on loopback (`ember serve`, `ember actor`): DQN
+//! learns CartPole-v1 from the actors' transitions; the learner is killed with SIGKILL
+//! mid-run and started again on its folder, the actors reconnect, training finishes, and
+//! every acknowledged transition is in the learner's log exactly once.
+
+use ember_dist::TransitionLog;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+const ACTORS: u64 = 4;
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ember-cluster-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn serve(dir: &Path, addr: &str) -> Child {
+    Command::new(EMBER)
+        .args(["serve", "dqn", "--env", "CartPole-v1", "--dir"])
+        .arg(dir)
+        .args([
+            "--addr",
+            addr,
+            "--seed",
+            "1",
+            "--eval-every",
+            "5000",
+            "--stop-reward",
+            "475",
+            "--checkpoint-secs",
+            "0.5",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn actor(addr: &str, id: u64) -> Child {
+    Command::new(EMBER)
+        .args(["actor", "--connect", addr, "--env", "CartPole-v1", "--envs", "2"])
+        .args(["--id", &id.to_string(), "--give-up-secs", "120", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The JSON of a finished child's last stdout line (its stderr in the panic message).
+fn report(child: Child, what: &str) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed ({}): {stderr}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{what} printed `{line}`: {e}"))
+}
+
+#[test]
+fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
+    let dir = temp("dqn");
+    let learner_dir = dir.join("learner");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut learner = serve(&learner_dir, &addr);
+    let actors: Vec<Child> = (0..ACTORS).map(|id| actor(&addr, id)).collect();
+
+    // Kill the learner once it has trained a little and checkpointed (before it can reach
+    // the goal), then start it again on the same folder and port.
+    let started = Instant::now();
+    let position = learner_dir.join("state").join("position.state");
+    while !position.exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint yet");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    learner.kill().unwrap();
+    let _ = learner.wait_with_output().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let learner = serve(&learner_dir, &addr);
+
+    let result = report(learner, "the restarted learner");
+    let actors: Vec<_> = actors
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| report(a, &format!("actor {i}")))
+        .collect();
+    println!("learner: {result}");
+    for a in &actors {
+        println!("actor: {a}");
+    }
+    assert_eq!(result["resumed"], true, "{result}");
+    let eval = result["eval_mean"].as_f64().unwrap();
+    assert!(eval >= 475.0, "greedy return {eval} after training: {result}");
+    for a in &actors {
+        assert!(a["reconnects"].as_u64().unwrap() >= 1, "never lost the learner: {a}");
+        assert_eq!(a["learner_finished"], true, "{a}");
+    }
+
+    // Nothing lost, nothing twice: the acknowledged transitions are the log's.
+    let acked: u64 = actors.iter().map(|a| a["acked_rows"].as_u64().unwrap()).sum();
+    assert_eq!(result["log_rows"].as_u64().unwrap(), acked, "{result}");
+    let (_, records) = TransitionLog::open(&learner_dir.join("transitions.wal")).unwrap();
+    assert_eq!(records.iter().map(|r| r.rows() as u64).sum::<u64>(), acked);
+    for (id, a) in actors.iter().enumerate() {
+        let seqs: Vec<u64> = records
+            .iter()
+            .filter(|r| r.actor == id as u64)
+            .map(|r| r.seq)
+            .collect();
+        let batches = a["acked_batches"].as_u64().unwrap();
+        assert_eq!(seqs, (1..=batches).collect::<Vec<_>>(), "actor {id}'s batches");
+    }
+    // The learner trained on what reached it before the goal; the rest is stored.
+    let trained = result["env_steps"].as_u64().unwrap();
+    assert!(trained > 0 && trained <= acked, "{result}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

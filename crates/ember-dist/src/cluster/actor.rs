@@ -1,0 +1,228 @@
+//! The actor process: steps a vector of environments, acts through the learner's central
+//! inference and streams its transitions back.
+
+use super::rows::TransitionRows;
+use crate::grpc::{ActionKind, Backoff, RemoteActor, TransitionSender};
+use ember_algo::{ActionBuf, Agent, stored_action_dim};
+use ember_core::{Error, Result, Space, Transition};
+use ember_env::{SyncVecEnv, VecEnv};
+use std::time::{Duration, Instant};
+
+/// What an actor process runs.
+#[derive(Clone, Debug)]
+pub struct ActorOptions {
+    /// The learner's address (`host:port`).
+    pub addr: String,
+    /// Registered environment id.
+    pub env_id: String,
+    /// Sub-environments stepped together (one inference request per step of all).
+    pub envs: usize,
+    /// This actor's id (unique among the learner's actors: resends are recognised by it).
+    pub actor: u64,
+    /// Seed of the environments (each reconnect resets them with the next seed).
+    pub seed: u64,
+    /// Send the transitions every this many vector steps (0: act only, send nothing).
+    pub send_every: usize,
+    /// Stop after this many env steps (otherwise when the learner says it has finished).
+    pub max_steps: Option<u64>,
+    /// Stop after this long.
+    pub max_time: Option<Duration>,
+    /// Reconnection policy.
+    pub backoff: Backoff,
+}
+
+impl ActorOptions {
+    /// Actor `actor` of `envs` copies of `env_id` against `addr`, sending every 8 vector
+    /// steps, until the learner finishes.
+    pub fn new(addr: &str, env_id: &str, envs: usize, actor: u64) -> Self {
+        ActorOptions {
+            addr: addr.into(),
+            env_id: env_id.into(),
+            envs,
+            actor,
+            seed: actor,
+            send_every: 8,
+            max_steps: None,
+            max_time: None,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// What an actor process did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ActorReport {
+    /// Env steps taken (all sub-environments).
+    pub env_steps: u64,
+    /// Episodes completed.
+    pub episodes: u64,
+    /// Mean return of the last (up to) 20 completed episodes.
+    pub recent_return: f64,
+    /// Transition batches acknowledged by the learner.
+    pub acked_batches: u64,
+    /// Transitions acknowledged by the learner (durable in its log).
+    pub acked_rows: u64,
+    /// Transitions of partial episodes dropped because the learner restarted before they
+    /// were sent.
+    pub dropped_rows: u64,
+    /// Reconnections to the learner (inference and transition streams).
+    pub reconnects: u64,
+    /// The learner said it has finished training.
+    pub learner_finished: bool,
+    /// The newest policy version that chose an action.
+    pub version: u64,
+    /// Median round-trip of one inference request, microseconds.
+    pub act_p50_us: f64,
+    /// 99th percentile of the round-trip, microseconds.
+    pub act_p99_us: f64,
+    /// Wall time, seconds.
+    pub secs: f64,
+}
+
+/// Runs an actor until `max_steps`, `max_time`, or the learner's "finished"; when the
+/// learner restarts, the actor reconnects (with `backoff`), drops the transitions of its
+/// unsent partial episodes, resets its environments and goes on.
+///
+/// # Errors
+/// An unknown environment, spaces other than the learner's, the learner unreachable for
+/// longer than `backoff.give_up_after`, a refused batch, an environment error.
+pub fn run_actor(opts: &ActorOptions) -> Result<ActorReport> {
+    let start = Instant::now();
+    if opts.envs == 0 {
+        return Err(Error::invalid("actor environments", 0, ">= 1"));
+    }
+    let mut env = SyncVecEnv::from_id(&opts.env_id, opts.envs)?;
+    let space = env.single_action_space().clone();
+    let layout = TransitionRows {
+        obs_dim: env.single_observation_space().flat_dim(),
+        act_dim: stored_action_dim(&space),
+    };
+    let mut remote = RemoteActor::connect(&opts.addr, opts.backoff)?;
+    Error::check_len(
+        "the learner's observation width",
+        remote.obs_dim(),
+        layout.obs_dim,
+    )?;
+    let kind = match space {
+        Space::Discrete(_) => ActionKind::Discrete,
+        Space::Box(_) => ActionKind::Continuous,
+    };
+    if remote.action_kind() != kind {
+        return Err(Error::invalid(
+            "the learner's action kind",
+            format!("{:?}", remote.action_kind()),
+            format!("{kind:?} for {}", opts.env_id),
+        ));
+    }
+    let mut sender = if opts.send_every > 0 {
+        Some(TransitionSender::connect(
+            &opts.addr,
+            opts.actor,
+            run_id(),
+            layout.width() as u32,
+            opts.backoff,
+        )?)
+    } else {
+        None
+    };
+    let n = opts.envs;
+    let mut seed = opts.seed;
+    let mut obs = env.reset(Some(seed))?.to_vec();
+    let mut resetting = vec![false; n];
+    let mut returns = vec![0.0f64; n];
+    let mut recent: Vec<f64> = Vec::new();
+    let mut actions = ActionBuf::for_space(&space);
+    let (mut pending, mut row) = (Vec::new(), Vec::new());
+    let mut latencies: Vec<u32> = Vec::new();
+    let mut report = ActorReport::default();
+    let mut seen_reconnects = 0;
+    let mut vector_steps = 0u64;
+    loop {
+        let out_of_steps = opts.max_steps.is_some_and(|m| report.env_steps >= m);
+        let out_of_time = opts.max_time.is_some_and(|t| start.elapsed() >= t);
+        if out_of_steps || out_of_time || report.learner_finished {
+            break;
+        }
+        let asked = Instant::now();
+        report.version = remote.act_remote(&obs, true, &mut actions)?;
+        latencies.push(asked.elapsed().as_micros().min(u32::MAX as u128) as u32);
+        if remote.reconnects() != seen_reconnects {
+            // The learner restarted: start fresh episodes under the policy it serves now.
+            seen_reconnects = remote.reconnects();
+            report.dropped_rows += (pending.len() / layout.width()) as u64;
+            pending.clear();
+            seed += 1_000_003;
+            obs.copy_from_slice(env.reset(Some(seed))?);
+            resetting.fill(false);
+            returns.fill(0.0);
+            continue;
+        }
+        let step = env.step(actions.as_vec_actions())?;
+        let o = layout.obs_dim;
+        for i in 0..n {
+            if resetting[i] {
+                resetting[i] = false;
+                continue;
+            }
+            actions.write_row(i, layout.act_dim, &mut row);
+            let t = Transition {
+                obs: &obs[i * o..(i + 1) * o],
+                action: &row,
+                reward: step.rewards[i] as f32,
+                next_obs: &step.obs[i * o..(i + 1) * o],
+                terminated: step.terminated[i],
+                truncated: step.truncated[i],
+            };
+            if sender.is_some() {
+                layout.push(&t, &mut pending)?;
+            }
+            returns[i] += step.env_rewards()[i];
+            let done = step.terminated[i] || step.truncated[i];
+            if done {
+                report.episodes += 1;
+                if recent.len() == 20 {
+                    recent.remove(0);
+                }
+                recent.push(std::mem::take(&mut returns[i]));
+            }
+            resetting[i] = done;
+        }
+        obs.copy_from_slice(step.obs);
+        report.env_steps += n as u64;
+        vector_steps += 1;
+        if let Some(sender) = sender.as_mut()
+            && vector_steps.is_multiple_of(opts.send_every as u64)
+            && !pending.is_empty()
+        {
+            sender.send(&pending)?;
+            report.acked_batches += 1;
+            report.acked_rows += (pending.len() / layout.width()) as u64;
+            pending.clear();
+            report.learner_finished = sender.learner_finished();
+        }
+    }
+    report.reconnects = remote.reconnects() + sender.as_ref().map_or(0, |s| s.reconnects());
+    report.recent_return = recent.iter().sum::<f64>() / recent.len().max(1) as f64;
+    latencies.sort_unstable();
+    report.act_p50_us = percentile(&latencies, 0.50);
+    report.act_p99_us = percentile(&latencies, 0.99);
+    report.secs = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// The `q` quantile of sorted values (nearest rank; 0 for none).
+fn percentile(sorted: &[u32], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    f64::from(sorted[i])
+}
+
+/// A run id new for every start of an actor process.
+fn run_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 40)
+}

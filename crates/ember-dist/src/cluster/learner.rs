@@ -1,0 +1,426 @@
+//! The learner process: serves central inference and the transition stream over gRPC, and
+//! trains an off-policy learner from the transitions the actors stream in.
+
+use super::rows::TransitionRows;
+use crate::grpc::{ActionKind, GrpcLimits, GrpcServer, TransitionIngest};
+use crate::inference::{InferenceConfig, InferenceServer};
+use crate::wal::{Record, TransitionLog};
+use ember_algo::checkpoint::{existing_dir, write_dir_atomically};
+use ember_algo::{
+    ActionBuf, EvalResult, OffPolicyConfig, OffPolicyLearner, ReplayKind, evaluate,
+    stored_action_dim,
+};
+use ember_core::state::{StateReader, StateWriter, load_words, save_words};
+use ember_core::{Batch, Error, Result, Space};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+/// The file of the write-ahead log inside a learner's folder.
+pub const LOG_FILE: &str = "transitions.wal";
+/// The folder of the learner's last checkpoint inside its folder.
+pub const STATE_DIR: &str = "state";
+
+/// What a learner process serves and how it trains.
+#[derive(Clone, Debug)]
+pub struct LearnerOptions {
+    /// Address to serve on, e.g. `0.0.0.0:50051` (port 0: any free port).
+    pub addr: String,
+    /// The learner's folder: write-ahead log and checkpoint (created if missing; a folder
+    /// holding both resumes where the last checkpoint left off and replays the log).
+    pub dir: PathBuf,
+    /// Registered environment id the actors run (for the spaces and the final evaluation).
+    pub env_id: String,
+    /// The training schedule, counted in transitions received: `total_steps`,
+    /// `learning_starts`, `batch_size`, `gradient_steps` updates every `train_freq`
+    /// transitions, the replay (uniform, one-step); a greedy evaluation of
+    /// `eval_episodes` every `eval_every` transitions (0: only at the end), training
+    /// stopping at the first that reaches `target_return`.
+    pub schedule: OffPolicyConfig,
+    /// Train (false: serve inference and store transitions only, e.g. for benchmarks).
+    pub train: bool,
+    /// Write a checkpoint this often (and at the end).
+    pub checkpoint_every: Duration,
+    /// Keep serving this long after training finished, so that actors learn it from their
+    /// acknowledgements and stop.
+    pub linger: Duration,
+    /// Message limits of the gRPC services.
+    pub limits: GrpcLimits,
+    /// Batching of central inference.
+    pub inference: InferenceConfig,
+    /// Transition batches queued between the log and the learner (back-pressure beyond).
+    pub queue: usize,
+}
+
+impl LearnerOptions {
+    /// Options for serving on `addr` from `dir` with `schedule`, training, checkpoints
+    /// every 5 s, 2 s of linger and default limits.
+    pub fn new(addr: &str, dir: &Path, env_id: &str, schedule: OffPolicyConfig) -> Self {
+        LearnerOptions {
+            addr: addr.into(),
+            dir: dir.into(),
+            env_id: env_id.into(),
+            schedule,
+            train: true,
+            checkpoint_every: Duration::from_secs(5),
+            linger: Duration::from_secs(2),
+            limits: GrpcLimits::default(),
+            inference: InferenceConfig::default(),
+            queue: 64,
+        }
+    }
+}
+
+/// What a learner process did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LearnerReport {
+    /// Started from a checkpoint in its folder.
+    pub resumed: bool,
+    /// Transitions the learner took in (its env steps), over every start.
+    pub env_steps: u64,
+    /// Gradient updates, over every start.
+    pub updates: u64,
+    /// The last policy version served (one per round of updates since this start).
+    pub version: u64,
+    /// Transition batches in the log.
+    pub log_records: u64,
+    /// Transitions in the log: every acknowledged one (some may have come after training
+    /// finished and were stored but not trained on).
+    pub log_rows: u64,
+    /// Transitions replayed from the log at start (not covered by the checkpoint).
+    pub replayed_rows: u64,
+    /// The greedy evaluation at the end.
+    pub eval: Option<EvalResult>,
+    /// `(transitions, mean return)` of the evaluations during training, this start.
+    pub evals: Vec<(u64, f64)>,
+    /// The best mean return of an evaluation, over every start.
+    pub best_eval: Option<f64>,
+    /// Seconds since this start.
+    pub secs: f64,
+}
+
+/// The loop's own counters, saved beside the learner's state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Position {
+    /// Log records taken into replay.
+    records: u64,
+    /// Transitions taken into replay.
+    rows: u64,
+    /// Rounds of `train_freq` transitions passed.
+    rounds: u64,
+    /// Evaluations made.
+    evals: u64,
+    /// Their best mean return (−∞ before the first).
+    best_eval: f64,
+    finished: bool,
+}
+
+impl Default for Position {
+    fn default() -> Self {
+        Position {
+            records: 0,
+            rows: 0,
+            rounds: 0,
+            evals: 0,
+            best_eval: f64::NEG_INFINITY,
+            finished: false,
+        }
+    }
+}
+
+const POSITION_KIND: &str = "distributed learner position";
+
+impl Position {
+    fn save(&self, dir: &Path) -> Result<()> {
+        let mut w = StateWriter::new();
+        w.u64(self.records)
+            .u64(self.rows)
+            .u64(self.rounds)
+            .u64(self.evals)
+            .f64(self.best_eval)
+            .bool(self.finished);
+        save_words(&dir.join("position.state"), POSITION_KIND, w.words())
+    }
+
+    fn load(dir: &Path) -> Result<Self> {
+        let words = load_words(&dir.join("position.state"), POSITION_KIND)?;
+        let mut r = StateReader::new(&words, POSITION_KIND);
+        let p = Position {
+            records: r.u64()?,
+            rows: r.u64()?,
+            rounds: r.u64()?,
+            evals: r.u64()?,
+            best_eval: r.f64()?,
+            finished: r.bool()?,
+        };
+        r.finish()?;
+        Ok(p)
+    }
+}
+
+/// Serves `learner` to actors and trains it from their transitions (see the module docs of
+/// [`crate::cluster`]) until `schedule.total_steps` transitions have come in; then
+/// checkpoints, evaluates, tells the actors through their acknowledgements and returns
+/// after `linger`. A learner killed at any point and started again on the same folder
+/// loads its checkpoint, takes the logged transitions the checkpoint does not cover, and
+/// goes on; actors reconnect and resend what was not acknowledged.
+///
+/// # Errors
+/// A schedule the distributed learner cannot run (not uniform one-step replay), a learner
+/// without a training state (no checkpoints), spaces that do not fit the learner, a
+/// damaged log or checkpoint, an address that cannot be bound, an error of the learner.
+pub fn run_learner<L>(mut learner: L, opts: &LearnerOptions) -> Result<LearnerReport>
+where
+    L: OffPolicyLearner + Send + 'static,
+{
+    let start = Instant::now();
+    let factory = ember_env::factory(&opts.env_id)?;
+    let (obs_space, action_space) = {
+        let env = factory.make()?;
+        (env.observation_space().clone(), env.action_space().clone())
+    };
+    let layout = TransitionRows {
+        obs_dim: obs_space.flat_dim(),
+        act_dim: stored_action_dim(&action_space),
+    };
+    check_schedule(&opts.schedule)?;
+    Error::check_len("learner observation width", learner.obs_dim(), layout.obs_dim)?;
+    if learner.training_state().is_none() {
+        return Err(Error::Unavailable {
+            what: "a training state of this learner".into(),
+            hint: "the distributed learner checkpoints it to survive a restart".into(),
+        });
+    }
+    std::fs::create_dir_all(&opts.dir).map_err(|e| io(&opts.dir, e))?;
+    let mut position = Position::default();
+    let resumed = match existing_dir(&opts.dir.join(STATE_DIR)) {
+        Some(dir) => {
+            if let Some(state) = learner.training_state() {
+                state.load_state(&dir.join("learner"))?;
+            }
+            position = Position::load(&dir)?;
+            true
+        }
+        None => false,
+    };
+    let (log, records) = TransitionLog::open(&opts.dir.join(LOG_FILE))?;
+    if position.records > records.len() as u64 {
+        return Err(Error::Corrupt {
+            path: opts.dir.join(LOG_FILE),
+            kind: "transition log".into(),
+            reason: format!(
+                "the checkpoint covers {} batches, the log holds {}",
+                position.records,
+                records.len()
+            ),
+        });
+    }
+    let sched = &opts.schedule;
+    let mut replay = sched
+        .replay
+        .build(layout.obs_dim, layout.act_dim, sched.seed)?;
+    let (covered, pending) = records.split_at(position.records as usize);
+    for r in covered {
+        for t in layout.rows(&r.values)? {
+            replay.push(&t)?;
+        }
+    }
+    let mut pending: VecDeque<Record> = pending.to_vec().into();
+    let replayed_rows = pending.iter().map(|r| r.rows() as u64).sum();
+
+    let (ingest, rx) = TransitionIngest::new(log, layout.width() as u32, opts.queue);
+    let kind = match action_space {
+        Space::Discrete(_) => ActionKind::Discrete,
+        Space::Box(_) => ActionKind::Continuous,
+    };
+    let server = InferenceServer::spawn(learner, ActionBuf::for_space(&action_space), opts.inference.clone())?;
+    let grpc = GrpcServer::learner_with_transitions(
+        &opts.addr,
+        server.handle(),
+        kind,
+        Some(ingest.clone()),
+        opts.limits,
+    )?;
+    let mut trainer = Rounds {
+        server: &server,
+        schedule: sched,
+        batches: Vec::new(),
+    };
+    let mut last_checkpoint = Instant::now();
+    let mut evals = Vec::new();
+    while !position.finished {
+        let record = match pending.pop_front() {
+            Some(r) => Some(r),
+            None => match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(r) => Some(r),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
+        if let Some(record) = record {
+            for t in layout.rows(&record.values)? {
+                replay.push(&t)?;
+            }
+            position.records += 1;
+            position.rows += record.rows() as u64;
+            while position.rounds < position.rows / sched.train_freq {
+                position.rounds += 1;
+                trainer.round(&mut replay, position.rows, opts.train)?;
+            }
+            position.finished = position.rows >= sched.total_steps;
+            if sched.eval_every > 0 && position.rows / sched.eval_every > position.evals {
+                position.evals = position.rows / sched.eval_every;
+                let e = evaluation(&server, &factory, sched.eval_episodes)?.mean_return();
+                evals.push((position.rows, e));
+                position.best_eval = position.best_eval.max(e);
+                position.finished |= sched.target_return.is_some_and(|t| e >= t);
+            }
+        }
+        if position.finished || last_checkpoint.elapsed() >= opts.checkpoint_every {
+            checkpoint(&server, &opts.dir, position)?;
+            last_checkpoint = Instant::now();
+        }
+    }
+    // Batches that still arrive are stored and acknowledged with "finished".
+    ingest.finish();
+    std::thread::spawn(move || for _ in rx {});
+    let eval = evaluation(&server, &factory, sched.eval_episodes)?;
+    let best_eval = position.best_eval.max(eval.mean_return());
+    let updates = {
+        let (tx, got) = std::sync::mpsc::channel();
+        server.with_agent(move |agent| {
+            let _ = tx.send(agent.progress().updates);
+            Ok(())
+        })?;
+        got.recv().unwrap_or(0)
+    };
+    std::thread::sleep(opts.linger);
+    let (log_records, log_rows) = ingest.stored();
+    let version = server.stats().version;
+    drop(grpc);
+    Ok(LearnerReport {
+        resumed,
+        env_steps: position.rows,
+        updates,
+        version,
+        log_records,
+        log_rows,
+        replayed_rows,
+        eval: Some(eval),
+        evals,
+        best_eval: Some(best_eval),
+        secs: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// `episodes` greedy episodes of the served policy on fresh environments (seeds from
+/// 1,000,000), between two forward passes.
+fn evaluation<L: OffPolicyLearner + Send + 'static>(
+    server: &InferenceServer<L>,
+    factory: &std::sync::Arc<dyn ember_env::EnvFactory>,
+    episodes: usize,
+) -> Result<EvalResult> {
+    let (tx, result) = std::sync::mpsc::channel();
+    let factory = factory.clone();
+    server.with_agent(move |agent| {
+        let _ = tx.send(evaluate(agent, &*factory, episodes, 1_000_000)?);
+        Ok(())
+    })?;
+    result.recv().map_err(|_| Error::Unavailable {
+        what: "the evaluation's result".into(),
+        hint: "the inference server stopped".into(),
+    })
+}
+
+fn check_schedule(s: &OffPolicyConfig) -> Result<()> {
+    ember_algo::Validate::validate(s)?;
+    if s.replay.kind != ReplayKind::Uniform || s.replay.n_step != 1 {
+        return Err(Error::invalid(
+            "distributed learner replay",
+            format!("{} with n_step {}", s.replay.kind.as_str(), s.replay.n_step),
+            "uniform one-step replay",
+        ));
+    }
+    Ok(())
+}
+
+/// Rounds of updates, run on the inference server's thread between two forward passes
+/// (the batches are drawn here, on the learner's thread).
+struct Rounds<'a, L: OffPolicyLearner + Send + 'static> {
+    server: &'a InferenceServer<L>,
+    schedule: &'a OffPolicyConfig,
+    batches: Vec<Batch>,
+}
+
+impl<L: OffPolicyLearner + Send + 'static> Rounds<'_, L> {
+    /// One round at `env_steps` transitions: the learner's schedules advance, and when
+    /// `train` and replay is ready, `gradient_steps` updates.
+    fn round<S: ember_replay::Sampler>(
+        &mut self,
+        replay: &mut ember_replay::ReplayBuffer<S>,
+        env_steps: u64,
+        train: bool,
+    ) -> Result<()> {
+        let s = self.schedule;
+        let ready = train && env_steps >= s.learning_starts && replay.len() >= s.batch_size;
+        let mut batches = std::mem::take(&mut self.batches);
+        batches.resize_with(s.gradient_steps, Batch::default);
+        if ready {
+            for b in &mut batches {
+                replay.sample(s.batch_size, b)?;
+            }
+        }
+        let total = s.total_steps;
+        let (tx, back) = std::sync::mpsc::sync_channel(1);
+        let outcome = self.server.update(move |agent| {
+            agent.on_env_steps(env_steps, total);
+            agent.progress().env_steps = env_steps;
+            let mut result = Ok(());
+            if ready {
+                for b in &batches {
+                    let step = agent.progress().updates;
+                    if let Err(e) = agent.update(b, step) {
+                        result = Err(e);
+                        break;
+                    }
+                    agent.progress().updates += 1;
+                }
+            }
+            let _ = tx.send(batches);
+            result
+        });
+        self.batches = back.try_recv().unwrap_or_default();
+        outcome.map(|_| ())
+    }
+}
+
+/// Writes the learner's state and the loop's position into `dir/state` (atomically: a
+/// kill leaves the previous checkpoint or this one).
+fn checkpoint<L: OffPolicyLearner + Send + 'static>(
+    server: &InferenceServer<L>,
+    dir: &Path,
+    position: Position,
+) -> Result<()> {
+    let state_dir = dir.join(STATE_DIR);
+    server.with_agent(move |agent| {
+        write_dir_atomically(&state_dir, |d| {
+            let learner = d.join("learner");
+            std::fs::create_dir_all(&learner).map_err(|e| io(&learner, e))?;
+            let state = agent.training_state().ok_or_else(|| Error::Unavailable {
+                what: "a training state of this learner".into(),
+                hint: "checked at start".into(),
+            })?;
+            state.save_state(&learner)?;
+            position.save(d)
+        })
+    })?;
+    Ok(())
+}
+
+fn io(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
