@@ -1,6 +1,7 @@
 //! A learner and four actor processes on loopback (`ember serve`, `ember actor`): DQN
 //! learns CartPole-v1 from the actors' transitions; the learner is killed with SIGKILL
-//! mid-run and started again on its folder, the actors reconnect, training finishes, and
+//! mid-run and started again on its folder (training stops at the first evaluation
+//! ≥ 475 within 100k transitions), the actors reconnect, training finishes, and
 //! every acknowledged transition is in the learner's log exactly once.
 
 use ember_dist::TransitionLog;
@@ -39,6 +40,8 @@ fn serve(dir: &Path, addr: &str) -> Child {
             "5000",
             "--stop-reward",
             "475",
+            "--steps",
+            "100000",
             "--checkpoint-secs",
             "0.5",
             "--json",

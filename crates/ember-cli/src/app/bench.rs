@@ -14,7 +14,14 @@ use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampl
 use std::time::{Duration, Instant};
 
 /// What `ember bench` measures.
-pub const TARGETS: [&str; 5] = ["replay", "inference", "sac-update", "envs", "train"];
+pub const TARGETS: [&str; 6] = [
+    "replay",
+    "inference",
+    "sac-update",
+    "envs",
+    "train",
+    "grpc",
+];
 
 /// One measured figure.
 pub struct Figure {
@@ -52,6 +59,7 @@ pub fn bench(target: &str, secs: f64) -> Result<Vec<Figure>> {
         "sac-update" => sac_update(secs),
         "envs" => envs(secs),
         "train" => train(),
+        "grpc" => super::bench_grpc::grpc(secs),
         other => bail!("unknown bench `{other}`: known are {}", TARGETS.join(", ")),
     }
 }

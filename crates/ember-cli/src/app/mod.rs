@@ -7,6 +7,7 @@
 //! with 130.
 
 mod bench;
+mod bench_grpc;
 mod cluster_cmd;
 mod eval;
 mod learners;
@@ -46,7 +47,7 @@ enum Command {
     /// Print the preset config of an algorithm (on an environment) as TOML.
     Zoo(ZooCmd),
     /// Measure this machine: replay sampling, batched inference, one SAC update,
-    /// environment stepping, end-to-end training.
+    /// environment stepping, end-to-end training, central inference over gRPC.
     Bench(BenchCmd),
     /// Run a learner that serves actors over gRPC (central inference, transition stream)
     /// and trains from their transitions; survives kill -9 (write-ahead log, checkpoints).
@@ -60,7 +61,7 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct BenchCmd {
-    /// What to measure: replay, inference, sac-update, envs or train.
+    /// What to measure: replay, inference, sac-update, envs, train or grpc.
     target: String,
     /// Seconds spent on each figure.
     #[arg(long, default_value_t = 2.0)]

@@ -1,0 +1,167 @@
+//! `ember bench grpc`: env steps per second through a learner's central inference over
+//! loopback gRPC, for 1, 4 and 16 actor processes of 16 CartPole-v1 environments each,
+//! with the round trip's p50 / p99; and transitions acknowledged per second with the
+//! write-ahead log on (fsync per batch).
+
+use super::bench::Figure;
+use anyhow::{Context, Result, bail};
+use ember_algo::{ActionBuf, Devices, DqnConfig};
+use ember_backend::DeviceSpec;
+use ember_dist::cluster::TransitionRows;
+use ember_dist::{
+    ActionKind, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, TransitionIngest,
+    TransitionLog,
+};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const ENV: &str = "CartPole-v1";
+const ENVS: usize = 16;
+
+/// The figures, each from actors running about `secs` seconds.
+///
+/// # Errors
+/// The learner cannot be served, an actor process fails.
+pub fn grpc(secs: f64) -> Result<Vec<Figure>> {
+    let mut figures = Vec::new();
+    for actors in [1, 4, 16] {
+        let run = Cluster::start(actors * ENVS)?.run(actors, secs, 0)?;
+        figures.push(Figure {
+            name: format!("grpc/central_{actors}x{ENVS}"),
+            value: run.env_steps_per_sec,
+            unit: "env steps/s",
+        });
+        figures.push(Figure {
+            name: format!("grpc/central_{actors}x{ENVS}_p50"),
+            value: run.p50_us,
+            unit: "µs",
+        });
+        figures.push(Figure {
+            name: format!("grpc/central_{actors}x{ENVS}_p99"),
+            value: run.p99_us,
+            unit: "µs",
+        });
+    }
+    let run = Cluster::start(4 * ENVS)?.run(4, secs, 1)?;
+    figures.push(Figure {
+        name: format!("grpc/ingest_4x{ENVS}_wal"),
+        value: run.acked_per_sec,
+        unit: "transitions/s",
+    });
+    figures.push(Figure {
+        name: format!("grpc/ingest_4x{ENVS}_wal_env_steps"),
+        value: run.env_steps_per_sec,
+        unit: "env steps/s",
+    });
+    Ok(figures)
+}
+
+/// A learner in this process: CartPole's zoo DQN network behind central inference and
+/// the transition stream into a log in a temporary folder.
+struct Cluster {
+    _grpc: GrpcServer,
+    _inference: InferenceServer<ember_algo::Dqn>,
+    addr: String,
+    dir: std::path::PathBuf,
+}
+
+struct Run {
+    env_steps_per_sec: f64,
+    acked_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+impl Cluster {
+    fn start(max_batch: usize) -> Result<Self> {
+        let env = ember_env::make(ENV)?;
+        let (obs, act) = (env.observation_space(), env.action_space());
+        let (config, _) = DqnConfig::zoo(ENV)?;
+        let dqn = config.build(obs, act, &Devices::same(&DeviceSpec::Flex.device()?))?;
+        let inference = InferenceServer::spawn(
+            dqn,
+            ActionBuf::for_space(act),
+            InferenceConfig {
+                max_batch,
+                max_wait: Duration::from_millis(2),
+                ..InferenceConfig::default()
+            },
+        )?;
+        let dir = std::env::temp_dir().join(format!("ember-bench-grpc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let (log, _) = TransitionLog::open(&dir.join("transitions.wal"))?;
+        let rows = TransitionRows {
+            obs_dim: obs.flat_dim(),
+            act_dim: 1,
+        };
+        let (ingest, rx) = TransitionIngest::new(log, rows.width() as u32, 64);
+        std::thread::spawn(move || for _ in rx {});
+        let grpc = GrpcServer::learner_with_transitions(
+            "127.0.0.1:0",
+            inference.handle(),
+            ActionKind::Discrete,
+            Some(ingest),
+            GrpcLimits::default(),
+        )?;
+        Ok(Cluster {
+            addr: grpc.local_addr().to_string(),
+            _grpc: grpc,
+            _inference: inference,
+            dir,
+        })
+    }
+
+    /// `actors` actor processes of this program for `secs` seconds, sending transitions
+    /// every `send_every` vector steps (0: none).
+    fn run(&self, actors: usize, secs: f64, send_every: usize) -> Result<Run> {
+        let exe = std::env::current_exe().context("cannot find the ember executable")?;
+        let children = (0..actors)
+            .map(|id| {
+                Command::new(&exe)
+                    .args(["actor", "--connect", &self.addr, "--env", ENV])
+                    .args(["--envs", &ENVS.to_string(), "--id", &id.to_string()])
+                    .args(["--send-every", &send_every.to_string()])
+                    .args(["--secs", &secs.to_string(), "--json"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .context("cannot start an actor process")
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut run = Run {
+            env_steps_per_sec: 0.0,
+            acked_per_sec: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+        };
+        let mut p50s = Vec::new();
+        for child in children {
+            let out = child.wait_with_output()?;
+            if !out.status.success() {
+                bail!(
+                    "an actor failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let r: serde_json::Value = serde_json::from_str(text.lines().last().unwrap_or(""))
+                .with_context(|| format!("actor printed `{text}`"))?;
+            let field = |k: &str| r[k].as_f64().unwrap_or(0.0);
+            let secs = field("secs").max(1e-9);
+            run.env_steps_per_sec += field("env_steps") / secs;
+            run.acked_per_sec += field("acked_rows") / secs;
+            run.p99_us = run.p99_us.max(field("act_p99_us"));
+            p50s.push(field("act_p50_us"));
+        }
+        p50s.sort_by(f64::total_cmp);
+        run.p50_us = p50s[p50s.len() / 2];
+        Ok(run)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
