@@ -54,7 +54,15 @@ fn serve(dir: &Path, addr: &str) -> Child {
 
 fn actor(addr: &str, id: u64) -> Child {
     Command::new(EMBER)
-        .args(["actor", "--connect", addr, "--env", "CartPole-v1", "--envs", "2"])
+        .args([
+            "actor",
+            "--connect",
+            addr,
+            "--env",
+            "CartPole-v1",
+            "--envs",
+            "2",
+        ])
         .args(["--id", &id.to_string(), "--give-up-secs", "120", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -66,7 +74,11 @@ fn actor(addr: &str, id: u64) -> Child {
 fn report(child: Child, what: &str) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{what} failed ({}): {stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}): {stderr}",
+        out.status
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{what} printed `{line}`: {e}"))
@@ -85,7 +97,10 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     let started = Instant::now();
     let position = learner_dir.join("state").join("position.state");
     while !position.exists() {
-        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint yet");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint yet"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(700));
@@ -106,14 +121,23 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     }
     assert_eq!(result["resumed"], true, "{result}");
     let eval = result["eval_mean"].as_f64().unwrap();
-    assert!(eval >= 475.0, "greedy return {eval} after training: {result}");
+    assert!(
+        eval >= 475.0,
+        "greedy return {eval} after training: {result}"
+    );
     for a in &actors {
-        assert!(a["reconnects"].as_u64().unwrap() >= 1, "never lost the learner: {a}");
+        assert!(
+            a["reconnects"].as_u64().unwrap() >= 1,
+            "never lost the learner: {a}"
+        );
         assert_eq!(a["learner_finished"], true, "{a}");
     }
 
     // Nothing lost, nothing twice: the acknowledged transitions are the log's.
-    let acked: u64 = actors.iter().map(|a| a["acked_rows"].as_u64().unwrap()).sum();
+    let acked: u64 = actors
+        .iter()
+        .map(|a| a["acked_rows"].as_u64().unwrap())
+        .sum();
     assert_eq!(result["log_rows"].as_u64().unwrap(), acked, "{result}");
     let (_, records) = TransitionLog::open(&learner_dir.join("transitions.wal")).unwrap();
     assert_eq!(records.iter().map(|r| r.rows() as u64).sum::<u64>(), acked);
@@ -124,7 +148,11 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
             .map(|r| r.seq)
             .collect();
         let batches = a["acked_batches"].as_u64().unwrap();
-        assert_eq!(seqs, (1..=batches).collect::<Vec<_>>(), "actor {id}'s batches");
+        assert_eq!(
+            seqs,
+            (1..=batches).collect::<Vec<_>>(),
+            "actor {id}'s batches"
+        );
     }
     // The learner trained on what reached it before the goal; the rest is stored.
     let trained = result["env_steps"].as_u64().unwrap();

@@ -14,14 +14,7 @@ use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampl
 use std::time::{Duration, Instant};
 
 /// What `ember bench` measures.
-pub const TARGETS: [&str; 6] = [
-    "replay",
-    "inference",
-    "sac-update",
-    "envs",
-    "train",
-    "grpc",
-];
+pub const TARGETS: [&str; 6] = ["replay", "inference", "sac-update", "envs", "train", "grpc"];
 
 /// One measured figure.
 pub struct Figure {

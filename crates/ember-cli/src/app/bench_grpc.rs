@@ -89,7 +89,8 @@ impl Cluster {
         )?;
         let dir = std::env::temp_dir().join(format!("ember-bench-grpc-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         let (log, _) = TransitionLog::open(&dir.join("transitions.wal"))?;
         let rows = TransitionRows {
             obs_dim: obs.flat_dim(),

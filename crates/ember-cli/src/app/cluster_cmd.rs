@@ -83,9 +83,10 @@ pub struct ActorCmd {
     /// Sub-environments stepped together.
     #[arg(long, default_value_t = 16)]
     pub envs: usize,
-    /// This actor's id (unique among the learner's actors).
-    #[arg(long, default_value_t = 0)]
-    pub id: u64,
+    /// This actor's id, unique among the learner's actors: a number, or `auto` for one
+    /// derived from the host name (a pod's name in Kubernetes).
+    #[arg(long, default_value = "0")]
+    pub id: String,
     /// Act through the learner's central inference (the only mode so far: the actor holds
     /// no model).
     #[arg(long, default_value_t = true)]
@@ -160,10 +161,7 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     check_folder(&cmd.dir, &config)?;
     let devices = devices(&config.device)?;
     let env = ember_env::make(&config.env)?;
-    let (obs, act) = (
-        env.observation_space().clone(),
-        env.action_space().clone(),
-    );
+    let (obs, act) = (env.observation_space().clone(), env.action_space().clone());
     let mut opts = LearnerOptions::new(&cmd.addr, &cmd.dir, &config.env, schedule);
     opts.train = !cmd.no_train;
     opts.checkpoint_every = seconds("--checkpoint-secs", cmd.checkpoint_secs)?;
@@ -202,8 +200,7 @@ fn check_folder(dir: &Path, config: &RunConfig) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            std::fs::write(&path, text)
-                .with_context(|| format!("cannot write {}", path.display()))
+            std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
         }
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
@@ -235,8 +232,9 @@ pub fn actor(cmd: &ActorCmd) -> Result<ActorReport> {
     if !cmd.central {
         bail!("only central inference is implemented: drop --central=false");
     }
-    let mut opts = ActorOptions::new(&cmd.connect, &cmd.env, cmd.envs, cmd.id);
-    opts.seed = cmd.seed.unwrap_or(cmd.id);
+    let id = actor_id(&cmd.id)?;
+    let mut opts = ActorOptions::new(&cmd.connect, &cmd.env, cmd.envs, id);
+    opts.seed = cmd.seed.unwrap_or(id);
     opts.send_every = cmd.send_every;
     opts.max_steps = cmd.steps;
     opts.max_time = cmd.secs.map(|s| seconds("--secs", s)).transpose()?;
@@ -244,7 +242,30 @@ pub fn actor(cmd: &ActorCmd) -> Result<ActorReport> {
         give_up_after: seconds("--give-up-secs", cmd.give_up_secs)?,
         ..Backoff::default()
     };
-    run_actor(&opts).with_context(|| format!("actor {} of {}", cmd.id, cmd.connect))
+    run_actor(&opts).with_context(|| format!("actor {id} of {}", cmd.connect))
+}
+
+/// `--id`: a number, or `auto` (FNV-1a of the host name, below 2^53 so JSON keeps it).
+///
+/// # Errors
+/// Neither a number nor `auto`; `auto` without a host name.
+pub fn actor_id(id: &str) -> Result<u64> {
+    if id != "auto" {
+        return id
+            .parse()
+            .map_err(|_| anyhow!("invalid --id `{id}`: expected a number or `auto`"));
+    }
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| anyhow!("--id auto: this machine has no host name; pass a number"))?;
+    let hash = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    Ok(hash >> 11)
 }
 
 /// An actor's report as JSON.

@@ -280,13 +280,14 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
         }
         Command::Actor(args) => {
             let report = cluster_cmd::actor(&args)?;
+            let id = cluster_cmd::actor_id(&args.id)?;
             if args.json {
-                println!("{}", cluster_cmd::actor_json(args.id, &report));
+                println!("{}", cluster_cmd::actor_json(id, &report));
             } else {
                 println!(
                     "actor {}: {} env steps in {:.1} s ({:.0}/s), {} episodes (recent return {:.1}), \
                      {} transitions acknowledged, {} reconnects, act p50 {:.0} µs p99 {:.0} µs",
-                    args.id,
+                    id,
                     report.env_steps,
                     report.secs,
                     report.env_steps as f64 / report.secs.max(1e-9),
@@ -303,7 +304,10 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
         Command::Launch(args) => {
             let (learner, actors) = cluster_cmd::launch(&args)?;
             if args.serve.json {
-                println!("{}", serde_json::json!({"learner": learner, "actors": actors}));
+                println!(
+                    "{}",
+                    serde_json::json!({"learner": learner, "actors": actors})
+                );
             } else {
                 for a in &actors {
                     println!("{a}");
@@ -440,8 +444,8 @@ fn resolve_config(
     file: Option<&std::path::Path>,
     flags: &Flags,
 ) -> Result<RunConfig> {
-    let algo = algo
-        .ok_or_else(|| anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", ")))?;
+    let algo =
+        algo.ok_or_else(|| anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", ")))?;
     let env = env.ok_or_else(|| {
         anyhow!(
             "name an environment with --env ID (known: {})",

@@ -185,7 +185,11 @@ where
         act_dim: stored_action_dim(&action_space),
     };
     check_schedule(&opts.schedule)?;
-    Error::check_len("learner observation width", learner.obs_dim(), layout.obs_dim)?;
+    Error::check_len(
+        "learner observation width",
+        learner.obs_dim(),
+        layout.obs_dim,
+    )?;
     if learner.training_state().is_none() {
         return Err(Error::Unavailable {
             what: "a training state of this learner".into(),
@@ -234,7 +238,11 @@ where
         Space::Discrete(_) => ActionKind::Discrete,
         Space::Box(_) => ActionKind::Continuous,
     };
-    let server = InferenceServer::spawn(learner, ActionBuf::for_space(&action_space), opts.inference.clone())?;
+    let server = InferenceServer::spawn(
+        learner,
+        ActionBuf::for_space(&action_space),
+        opts.inference.clone(),
+    )?;
     let grpc = GrpcServer::learner_with_transitions(
         &opts.addr,
         server.handle(),

@@ -25,7 +25,11 @@ impl TransitionRows {
     /// An observation or action of another width than the layout's.
     pub fn push(&self, t: &Transition<'_>, out: &mut Vec<f32>) -> Result<()> {
         Error::check_len("transition observation width", t.obs.len(), self.obs_dim)?;
-        Error::check_len("transition next observation width", t.next_obs.len(), self.obs_dim)?;
+        Error::check_len(
+            "transition next observation width",
+            t.next_obs.len(),
+            self.obs_dim,
+        )?;
         Error::check_len("transition action width", t.action.len(), self.act_dim)?;
         out.extend_from_slice(t.obs);
         out.extend_from_slice(t.action);
@@ -90,7 +94,16 @@ mod tests {
             truncated: true,
         };
         layout.push(&t, &mut out).unwrap();
-        layout.push(&Transition { terminated: true, truncated: false, ..t }, &mut out).unwrap();
+        layout
+            .push(
+                &Transition {
+                    terminated: true,
+                    truncated: false,
+                    ..t
+                },
+                &mut out,
+            )
+            .unwrap();
         assert_eq!(out.len(), 2 * layout.width());
         let back: Vec<_> = layout.rows(&out).unwrap().collect();
         assert_eq!(back[0], t);
@@ -98,6 +111,10 @@ mod tests {
         assert!(layout.rows(&out[1..]).is_err());
         out[layout.width() - 1] = 0.5;
         assert!(layout.rows(&out).is_err());
-        assert!(layout.push(&Transition { obs: &[1.0], ..t }, &mut out).is_err());
+        assert!(
+            layout
+                .push(&Transition { obs: &[1.0], ..t }, &mut out)
+                .is_err()
+        );
     }
 }
