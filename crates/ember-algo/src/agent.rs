@@ -81,3 +81,19 @@ pub trait Agent {
     /// the agent acts deterministically (evaluation).
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()>;
 }
+
+/// A learner whose acting policy travels as flat weights
+/// ([`ember_nn::flat_params`]): a learner publishes them, and a copy built from the same
+/// config on another machine loads them and acts locally.
+pub trait PolicyWeights {
+    /// The acting policy's parameters (DQN's Q network, SAC's and TD3's actor).
+    fn policy_weights(&self) -> Vec<f32>;
+
+    /// Loads parameters [`PolicyWeights::policy_weights`] of a learner of the same config
+    /// wrote; the next action comes from them.
+    ///
+    /// # Errors
+    /// Weights of another length (another architecture), or not finite; the learner is
+    /// then unchanged.
+    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()>;
+}

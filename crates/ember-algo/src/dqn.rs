@@ -257,6 +257,20 @@ impl Checkpoint for Dqn {
     }
 }
 
+impl crate::agent::PolicyWeights for Dqn {
+    /// The online Q network.
+    fn policy_weights(&self) -> Vec<f32> {
+        ember_nn::flat_params(&self.q)
+    }
+
+    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
+        let q = ember_nn::load_flat_params(self.q.clone(), weights)?;
+        self.acting.refresh(&q);
+        self.q = q;
+        Ok(())
+    }
+}
+
 impl Agent for Dqn {
     fn obs_dim(&self) -> usize {
         self.obs_dim

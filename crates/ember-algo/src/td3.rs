@@ -272,6 +272,20 @@ impl Checkpoint for Td3 {
     }
 }
 
+impl crate::agent::PolicyWeights for Td3 {
+    /// The actor.
+    fn policy_weights(&self) -> Vec<f32> {
+        ember_nn::flat_params(&self.actor)
+    }
+
+    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
+        let actor = ember_nn::load_flat_params(self.actor.clone(), weights)?;
+        self.acting.refresh(&actor);
+        self.actor = actor;
+        Ok(())
+    }
+}
+
 impl Agent for Td3 {
     fn obs_dim(&self) -> usize {
         self.obs_dim

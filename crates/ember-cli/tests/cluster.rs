@@ -1,5 +1,6 @@
 //! A learner and four actor processes on loopback (`ember serve`, `ember actor`): DQN
-//! learns CartPole-v1 from the actors' transitions; the learner is killed with SIGKILL
+//! learns CartPole-v1 from the actors' transitions, with actors acting through central
+//! inference and with actors acting on published weights; the learner is killed with SIGKILL
 //! mid-run and started again on its folder (training stops at the first evaluation
 //! ≥ 475 within 100k transitions), the actors reconnect, training finishes, and
 //! every acknowledged transition is in the learner's log exactly once.
@@ -52,7 +53,7 @@ fn serve(dir: &Path, addr: &str) -> Child {
         .unwrap()
 }
 
-fn actor(addr: &str, id: u64) -> Child {
+fn actor(addr: &str, id: u64, mode: &str) -> Child {
     Command::new(EMBER)
         .args([
             "actor",
@@ -63,7 +64,14 @@ fn actor(addr: &str, id: u64) -> Child {
             "--envs",
             "2",
         ])
-        .args(["--id", &id.to_string(), "--give-up-secs", "120", "--json"])
+        .args([
+            "--id",
+            &id.to_string(),
+            "--give-up-secs",
+            "120",
+            "--json",
+            mode,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -90,7 +98,9 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     let learner_dir = dir.join("learner");
     let addr = format!("127.0.0.1:{}", free_port());
     let mut learner = serve(&learner_dir, &addr);
-    let actors: Vec<Child> = (0..ACTORS).map(|id| actor(&addr, id)).collect();
+    let actors: Vec<Child> = (0..ACTORS)
+        .map(|id| actor(&addr, id, "--central"))
+        .collect();
 
     // Kill the learner once it has trained a little and checkpointed (before it can reach
     // the goal), then start it again on the same folder and port.
@@ -133,7 +143,17 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
         assert_eq!(a["learner_finished"], true, "{a}");
     }
 
-    // Nothing lost, nothing twice: the acknowledged transitions are the log's.
+    nothing_lost_nothing_twice(&learner_dir, &result, &actors);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The acknowledged transitions are the log's, each batch once; the learner trained on
+/// those that reached it before the goal.
+fn nothing_lost_nothing_twice(
+    learner_dir: &Path,
+    result: &serde_json::Value,
+    actors: &[serde_json::Value],
+) {
     let acked: u64 = actors
         .iter()
         .map(|a| a["acked_rows"].as_u64().unwrap())
@@ -154,8 +174,42 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
             "actor {id}'s batches"
         );
     }
-    // The learner trained on what reached it before the goal; the rest is stored.
     let trained = result["env_steps"].as_u64().unwrap();
     assert!(trained > 0 && trained <= acked, "{result}");
+}
+
+#[test]
+fn dqn_learns_cartpole_from_actors_acting_with_published_weights() {
+    let dir = temp("local");
+    let learner_dir = dir.join("learner");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let learner = serve(&learner_dir, &addr);
+    let actors: Vec<Child> = (0..ACTORS).map(|id| actor(&addr, id, "--local")).collect();
+    let result = report(learner, "the learner");
+    let actors: Vec<_> = actors
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| report(a, &format!("actor {i}")))
+        .collect();
+    println!("learner: {result}");
+    let eval = result["eval_mean"].as_f64().unwrap();
+    assert!(
+        eval >= 475.0,
+        "greedy return {eval} after training: {result}"
+    );
+    let updates = result["updates"].as_u64().unwrap();
+    for a in &actors {
+        println!("actor: {a}");
+        // The actors acted with versions they fetched, behind the learner by less than a
+        // few rounds of 128 updates.
+        let (version, lag) = (
+            a["version"].as_u64().unwrap(),
+            a["policy_lag_mean"].as_f64().unwrap(),
+        );
+        assert!(version > 0 && version <= updates, "{a}");
+        assert!(lag > 0.0 && lag < 512.0, "{a}");
+        assert_eq!(a["learner_finished"], true, "{a}");
+    }
+    nothing_lost_nothing_twice(&learner_dir, &result, &actors);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,6 +7,10 @@
 //! more than [`GrpcLimits::max_rows`] rows gets a gRPC status, and so does a request of the
 //! wrong width or with a NaN; only that actor's stream ends, every other stream goes on.
 
+mod policy;
+
+pub use policy::{PolicyBoard, PolicyClient, PublishedPolicy};
+
 use crate::inference::InferenceHandle;
 use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
 use crate::wal::{Appended, Record, TransitionLog};
@@ -112,11 +116,30 @@ impl GrpcServer {
         ingest: Option<TransitionIngest>,
         limits: GrpcLimits,
     ) -> Result<Self> {
-        let service = LearnerImpl {
+        let services = LearnerServices {
             inference,
             kind,
-            limits,
             ingest,
+            policy: None,
+        };
+        Self::learner_services(addr, services, limits)
+    }
+
+    /// The learner service with every part `services` names.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start.
+    pub fn learner_services(
+        addr: &str,
+        services: LearnerServices,
+        limits: GrpcLimits,
+    ) -> Result<Self> {
+        let service = LearnerImpl {
+            inference: services.inference,
+            kind: services.kind,
+            limits,
+            ingest: services.ingest,
+            policy: services.policy,
         };
         let svc = LearnerServer::new(service)
             .max_decoding_message_size(limits.max_message_bytes)
@@ -223,11 +246,25 @@ impl Drop for GrpcServer {
     }
 }
 
+/// What a learner serves: central inference always; the transition stream and policy
+/// publication when given.
+pub struct LearnerServices {
+    /// Central inference (`Learner.Act`).
+    pub inference: InferenceHandle,
+    /// The kind of actions it answers with.
+    pub kind: ActionKind,
+    /// The transition stream's ingest (`Learner.Transitions`; `None`: refused).
+    pub ingest: Option<TransitionIngest>,
+    /// Policy publication for actors that act locally (`Learner.Policy`; `None`: refused).
+    pub policy: Option<PolicyBoard>,
+}
+
 struct LearnerImpl {
     inference: InferenceHandle,
     kind: ActionKind,
     limits: GrpcLimits,
     ingest: Option<TransitionIngest>,
+    policy: Option<PolicyBoard>,
 }
 
 /// The learner's side of the transition stream: batches are appended to its
@@ -389,6 +426,18 @@ impl Learner for LearnerImpl {
             max_rows: self.limits.max_rows as u32,
             transition_width: self.ingest.as_ref().map_or(0, |i| i.width),
         }))
+    }
+
+    async fn policy(
+        &self,
+        request: Request<proto::PolicyRequest>,
+    ) -> std::result::Result<Response<proto::PolicyWeights>, Status> {
+        let board = self.policy.as_ref().ok_or_else(|| {
+            Status::unimplemented("this learner publishes no policy: act through central inference")
+        })?;
+        board
+            .answer(request.into_inner().have_version)
+            .map(Response::new)
     }
 
     type TransitionsStream = ReceiverStream<std::result::Result<proto::Ack, Status>>;
@@ -572,6 +621,15 @@ impl Backoff {
     }
 }
 
+/// `addr` as a URI (`http://` added to a bare `host:port`).
+fn http_addr(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
 fn client_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -658,11 +716,7 @@ impl RemoteActor {
     /// The learner cannot be reached within `backoff.give_up_after`, or it answers with an
     /// unknown action kind.
     pub fn connect(addr: &str, backoff: Backoff) -> Result<Self> {
-        let addr = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
-        };
+        let addr = http_addr(addr);
         let mut actor = RemoteActor {
             runtime: client_runtime()?,
             addr,
@@ -873,11 +927,7 @@ impl TransitionSender {
     /// # Errors
     /// The learner cannot be reached within the backoff budget.
     pub fn connect(addr: &str, actor: u64, run: u64, width: u32, backoff: Backoff) -> Result<Self> {
-        let addr = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
-        };
+        let addr = http_addr(addr);
         let mut sender = TransitionSender {
             runtime: client_runtime()?,
             addr,
@@ -1020,11 +1070,7 @@ impl RemoteTrainer {
     /// # Errors
     /// The server cannot be reached.
     pub fn connect(addr: &str, id: u32, limits: GrpcLimits) -> Result<Self> {
-        let addr = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
-        };
+        let addr = http_addr(addr);
         let runtime = client_runtime()?;
         let client = runtime
             .block_on(proto::parameter_server_client::ParameterServerClient::connect(addr.clone()))

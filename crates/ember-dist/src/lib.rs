@@ -64,8 +64,8 @@ mod wal;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{
-    ActionKind, Backoff, GrpcLimits, GrpcServer, RemoteActor, RemoteTrainer, TransitionIngest,
-    TransitionSender,
+    ActionKind, Backoff, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, PolicyClient,
+    PublishedPolicy, RemoteActor, RemoteTrainer, TransitionIngest, TransitionSender,
 };
 
 pub use inference::{

@@ -242,3 +242,33 @@ fn host_tanh_matches_tanh_to_eight_ulps() {
         assert!(differ > 0);
     }
 }
+
+#[test]
+fn flat_parameters_round_trip_between_modules_of_one_architecture() {
+    let d = dev();
+    let config = MlpConfig::new([4, 16, 16, 2]).with_layer_norm(true);
+    let (a, b) = (config.init(&d).unwrap(), config.init(&d).unwrap());
+    let x = Tensor::<2>::from_data(
+        TensorData::new((0..12).map(|i| i as f32 * 0.1).collect(), [3, 4]),
+        &d,
+    );
+    assert_ne!(vals(a.forward(x.clone())), vals(b.forward(x.clone())));
+    let flat = flat_params(&a);
+    assert_eq!(flat.len(), num_flat_params(&a));
+    assert_eq!(
+        flat.len(),
+        (4 * 16 + 16) + (16 * 16 + 16) + (16 * 2 + 2) + 2 * (16 + 16)
+    );
+    let ids = params(&b);
+    let b = load_flat_params(b, &flat).unwrap();
+    assert_eq!(vals(a.forward(x.clone())), vals(b.forward(x)));
+    assert_eq!(flat_params(&b), flat);
+    assert!(params(&b).0 == ids.0, "parameter ids kept");
+    let short = load_flat_params(b.clone(), &flat[1..])
+        .unwrap_err()
+        .to_string();
+    assert!(short.contains("flat parameters"), "{short}");
+    let mut nan = flat.clone();
+    nan[7] = f32::NAN;
+    assert!(load_flat_params(b, &nan).is_err());
+}

@@ -269,6 +269,20 @@ impl Sac {
     }
 }
 
+impl crate::agent::PolicyWeights for Sac {
+    /// The actor.
+    fn policy_weights(&self) -> Vec<f32> {
+        ember_nn::flat_params(&self.actor)
+    }
+
+    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
+        let actor = ember_nn::load_flat_params(self.actor.clone(), weights)?;
+        self.acting.refresh(&actor);
+        self.actor = actor;
+        self.refresh_frozen()
+    }
+}
+
 impl Agent for Sac {
     fn obs_dim(&self) -> usize {
         self.obs_dim

@@ -5,8 +5,10 @@ use super::learners::{AnyLearner, devices};
 use super::run_config::{Flags, RunConfig};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
+use ember_dist::PublishedPolicy;
 use ember_dist::cluster::{
-    ActorOptions, ActorReport, LearnerOptions, LearnerReport, run_actor, run_learner,
+    ActingMode, ActorOptions, ActorReport, LearnerOptions, LearnerReport, LocalPolicy, run_actor,
+    run_learner,
 };
 use ember_dist::{Backoff, InferenceConfig};
 use std::path::{Path, PathBuf};
@@ -87,10 +89,19 @@ pub struct ActorCmd {
     /// derived from the host name (a pod's name in Kubernetes).
     #[arg(long, default_value = "0")]
     pub id: String,
-    /// Act through the learner's central inference (the only mode so far: the actor holds
-    /// no model).
-    #[arg(long, default_value_t = true)]
+    /// Act through the learner's central inference: the actor holds no model (default).
+    #[arg(long, conflicts_with = "local")]
     pub central: bool,
+    /// Act with a local copy of the policy, built from the learner's config and refreshed
+    /// from its versioned publication every --sync-every vector steps.
+    #[arg(long)]
+    pub local: bool,
+    /// Vector steps between two polls of the learner's policy (--local).
+    #[arg(long, default_value_t = 8)]
+    pub sync_every: usize,
+    /// Device of a local policy copy (default: the learner's config's).
+    #[arg(long)]
+    pub device: Option<String>,
     /// Seed of the environments (default: the id).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -122,6 +133,9 @@ pub struct LaunchCmd {
     /// Send transitions every this many vector steps.
     #[arg(long, default_value_t = 8)]
     pub send_every: usize,
+    /// Actors act with local copies of the policy (see `ember actor --local`).
+    #[arg(long)]
+    pub local: bool,
     #[command(flatten)]
     pub serve: ServeCmd,
 }
@@ -166,6 +180,7 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     opts.train = !cmd.no_train;
     opts.checkpoint_every = seconds("--checkpoint-secs", cmd.checkpoint_secs)?;
     opts.linger = seconds("--linger-secs", cmd.linger_secs)?;
+    opts.policy_config = config.to_toml();
     opts.inference = InferenceConfig {
         max_batch: cmd.max_batch,
         max_wait: Duration::from_micros(cmd.max_wait_us),
@@ -229,9 +244,6 @@ pub fn report_json(r: &LearnerReport) -> serde_json::Value {
 /// # Errors
 /// Bad flags, the learner unreachable for longer than `--give-up-secs`, an env error.
 pub fn actor(cmd: &ActorCmd) -> Result<ActorReport> {
-    if !cmd.central {
-        bail!("only central inference is implemented: drop --central=false");
-    }
     let id = actor_id(&cmd.id)?;
     let mut opts = ActorOptions::new(&cmd.connect, &cmd.env, cmd.envs, id);
     opts.seed = cmd.seed.unwrap_or(id);
@@ -242,7 +254,74 @@ pub fn actor(cmd: &ActorCmd) -> Result<ActorReport> {
         give_up_after: seconds("--give-up-secs", cmd.give_up_secs)?,
         ..Backoff::default()
     };
-    run_actor(&opts).with_context(|| format!("actor {id} of {}", cmd.connect))
+    let mode = if cmd.local {
+        let device = cmd.device.clone();
+        ActingMode::Local {
+            build: Box::new(move |text: &str| local_policy(text, device.as_deref())),
+            sync_every: cmd.sync_every,
+        }
+    } else {
+        ActingMode::Central
+    };
+    run_actor(&opts, mode).with_context(|| format!("actor {id} of {}", cmd.connect))
+}
+
+/// A local copy of the learner a published config describes.
+fn local_policy(config: &str, device: Option<&str>) -> ember_core::Result<Box<dyn LocalPolicy>> {
+    let build = || -> Result<LocalLearner> {
+        let mut config = RunConfig::parse(config).context("the learner's published config")?;
+        if let Some(d) = device {
+            config.device = d.to_string();
+        }
+        let env = ember_env::make(&config.env)?;
+        let (obs, act) = (env.observation_space(), env.action_space());
+        let learner = AnyLearner::build(&config, obs, act, &devices(&config.device)?)?;
+        Ok(LocalLearner {
+            learner,
+            total: config.total_steps(),
+        })
+    };
+    build()
+        .map(|l| Box::new(l) as Box<dyn LocalPolicy>)
+        .map_err(|e| ember_core::Error::Unavailable {
+            what: "a local copy of the learner's policy".into(),
+            hint: format!("{e:#}"),
+        })
+}
+
+/// An off-policy learner used only to act, loading the learner's published weights.
+struct LocalLearner {
+    learner: AnyLearner,
+    total: u64,
+}
+
+impl LocalPolicy for LocalLearner {
+    fn agent(&mut self) -> &mut dyn ember_algo::Agent {
+        self.learner.agent()
+    }
+
+    fn load(&mut self, p: &PublishedPolicy) -> ember_core::Result<()> {
+        use ember_algo::{OffPolicyLearner, PolicyWeights};
+        fn load<L: OffPolicyLearner + PolicyWeights>(
+            l: &mut L,
+            p: &PublishedPolicy,
+            total: u64,
+        ) -> ember_core::Result<()> {
+            l.load_policy_weights(&p.params)?;
+            l.on_env_steps(p.env_steps, total);
+            Ok(())
+        }
+        match &mut self.learner {
+            AnyLearner::Dqn(l) => load(l.as_mut(), p, self.total),
+            AnyLearner::Sac(l) => load(l.as_mut(), p, self.total),
+            AnyLearner::Td3(l) => load(l.as_mut(), p, self.total),
+            AnyLearner::PolicyGradient(_) => Err(ember_core::Error::invalid(
+                "published policy",
+                "an on-policy learner",
+                "dqn, sac or td3",
+            )),
+        }
+    }
 }
 
 /// `--id`: a number, or `auto` (FNV-1a of the host name, below 2^53 so JSON keeps it).
@@ -281,6 +360,8 @@ pub fn actor_json(id: u64, r: &ActorReport) -> serde_json::Value {
         "reconnects": r.reconnects,
         "learner_finished": r.learner_finished,
         "version": r.version,
+        "policy_lag_mean": r.policy_lag_mean,
+        "policy_lag_max": r.policy_lag_max,
         "act_p50_us": r.act_p50_us,
         "act_p99_us": r.act_p99_us,
         "secs": r.secs,
@@ -317,6 +398,9 @@ pub fn launch(cmd: &LaunchCmd) -> Result<(serde_json::Value, Vec<serde_json::Val
                 cmd.send_every.to_string(),
                 "--json".into(),
             ];
+            if cmd.local {
+                args.push("--local".into());
+            }
             if let Some(seed) = serve.seed {
                 args.extend(["--seed".into(), (seed * 1000 + id as u64).to_string()]);
             }

@@ -2,7 +2,9 @@
 //! inference and streams its transitions back.
 
 use super::rows::TransitionRows;
-use crate::grpc::{ActionKind, Backoff, RemoteActor, TransitionSender};
+use crate::grpc::{
+    ActionKind, Backoff, PolicyClient, PublishedPolicy, RemoteActor, TransitionSender,
+};
 use ember_algo::{ActionBuf, Agent, stored_action_dim};
 use ember_core::{Error, Result, Space, Transition};
 use ember_env::{SyncVecEnv, VecEnv};
@@ -49,6 +51,126 @@ impl ActorOptions {
     }
 }
 
+/// An agent an actor acts with on its own CPU, loading the weights the learner publishes.
+pub trait LocalPolicy: Send {
+    /// The agent that chooses the actions.
+    fn agent(&mut self) -> &mut dyn Agent;
+
+    /// Loads a published policy (its `env_steps` drive exploration schedules).
+    ///
+    /// # Errors
+    /// Weights that do not fit the agent.
+    fn load(&mut self, policy: &PublishedPolicy) -> Result<()>;
+}
+
+/// Builds a [`LocalPolicy`] from the config the learner publishes.
+pub type LocalPolicyFactory = Box<dyn FnOnce(&str) -> Result<Box<dyn LocalPolicy>>>;
+
+/// Where an actor's actions come from.
+pub enum ActingMode {
+    /// The learner's central inference: the actor holds no model.
+    Central,
+    /// A local copy of the policy, refreshed from the learner's publication every
+    /// `sync_every` vector steps.
+    Local {
+        /// Builds the copy from the learner's config.
+        build: LocalPolicyFactory,
+        /// Vector steps between two polls of the learner's policy.
+        sync_every: usize,
+    },
+}
+
+/// The acting side of a running actor.
+enum Acting {
+    Central(RemoteActor),
+    Local {
+        policy: Box<dyn LocalPolicy>,
+        client: PolicyClient,
+        sync_every: u64,
+        held: u64,
+        lags: Vec<u64>,
+    },
+}
+
+impl Acting {
+    fn connect(opts: &ActorOptions, mode: ActingMode) -> Result<Self> {
+        match mode {
+            ActingMode::Central => Ok(Acting::Central(RemoteActor::connect(
+                &opts.addr,
+                opts.backoff,
+            )?)),
+            ActingMode::Local { build, sync_every } => {
+                let mut client = PolicyClient::connect(&opts.addr, opts.backoff)?;
+                let (_, first) = client.fetch()?;
+                let first = first.ok_or_else(|| Error::Unavailable {
+                    what: "the learner's first policy".into(),
+                    hint: "the learner answered without weights".into(),
+                })?;
+                let mut policy = build(&first.config)?;
+                policy.load(&first)?;
+                Ok(Acting::Local {
+                    policy,
+                    client,
+                    sync_every: sync_every.max(1) as u64,
+                    held: first.version,
+                    lags: Vec::new(),
+                })
+            }
+        }
+    }
+
+    fn obs_dim(&mut self) -> usize {
+        match self {
+            Acting::Central(r) => r.obs_dim(),
+            Acting::Local { policy, .. } => policy.agent().obs_dim(),
+        }
+    }
+
+    /// Actions for `obs` at vector step `step`; the policy version that chose them.
+    fn act(&mut self, obs: &[f32], step: u64, out: &mut ActionBuf) -> Result<u64> {
+        match self {
+            Acting::Central(r) => r.act_remote(obs, true, out),
+            Acting::Local {
+                policy,
+                client,
+                sync_every,
+                held,
+                lags,
+            } => {
+                if step > 0 && step.is_multiple_of(*sync_every) {
+                    let (latest, fresh) = client.fetch()?;
+                    lags.push(latest.saturating_sub(*held));
+                    if let Some(p) = fresh {
+                        policy.load(&p)?;
+                        *held = p.version;
+                    }
+                }
+                policy.agent().act(obs, true, out)?;
+                Ok(*held)
+            }
+        }
+    }
+
+    fn reconnects(&self) -> u64 {
+        match self {
+            Acting::Central(r) => r.reconnects(),
+            Acting::Local { client, .. } => client.reconnects(),
+        }
+    }
+
+    /// Mean and largest policy lag (learner's version minus the acting one, in the
+    /// learner's updates) seen at the polls.
+    fn lag(&self) -> (f64, u64) {
+        match self {
+            Acting::Central(_) => (0.0, 0),
+            Acting::Local { lags, .. } => (
+                lags.iter().sum::<u64>() as f64 / lags.len().max(1) as f64,
+                lags.iter().copied().max().unwrap_or(0),
+            ),
+        }
+    }
+}
+
 /// What an actor process did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ActorReport {
@@ -71,6 +193,11 @@ pub struct ActorReport {
     pub learner_finished: bool,
     /// The newest policy version that chose an action.
     pub version: u64,
+    /// Mean policy lag at the polls of a local actor: the learner's version minus the one
+    /// acting, in updates (0 with central inference: every answer comes from the newest).
+    pub policy_lag_mean: f64,
+    /// The largest policy lag seen.
+    pub policy_lag_max: u64,
     /// Median round-trip of one inference request, microseconds.
     pub act_p50_us: f64,
     /// 99th percentile of the round-trip, microseconds.
@@ -79,14 +206,14 @@ pub struct ActorReport {
     pub secs: f64,
 }
 
-/// Runs an actor until `max_steps`, `max_time`, or the learner's "finished"; when the
-/// learner restarts, the actor reconnects (with `backoff`), drops the transitions of its
-/// unsent partial episodes, resets its environments and goes on.
+/// Runs an actor acting as `mode` says until `max_steps`, `max_time`, or the learner's
+/// "finished"; when the learner restarts, the actor reconnects (with `backoff`), drops the
+/// transitions of its unsent partial episodes, resets its environments and goes on.
 ///
 /// # Errors
 /// An unknown environment, spaces other than the learner's, the learner unreachable for
 /// longer than `backoff.give_up_after`, a refused batch, an environment error.
-pub fn run_actor(opts: &ActorOptions) -> Result<ActorReport> {
+pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
     let start = Instant::now();
     if opts.envs == 0 {
         return Err(Error::invalid("actor environments", 0, ">= 1"));
@@ -97,17 +224,19 @@ pub fn run_actor(opts: &ActorOptions) -> Result<ActorReport> {
         obs_dim: env.single_observation_space().flat_dim(),
         act_dim: stored_action_dim(&space),
     };
-    let mut remote = RemoteActor::connect(&opts.addr, opts.backoff)?;
+    let mut acting = Acting::connect(opts, mode)?;
     Error::check_len(
         "the learner's observation width",
-        remote.obs_dim(),
+        acting.obs_dim(),
         layout.obs_dim,
     )?;
     let kind = match space {
         Space::Discrete(_) => ActionKind::Discrete,
         Space::Box(_) => ActionKind::Continuous,
     };
-    if remote.action_kind() != kind {
+    if let Acting::Central(remote) = &acting
+        && remote.action_kind() != kind
+    {
         return Err(Error::invalid(
             "the learner's action kind",
             format!("{:?}", remote.action_kind()),
@@ -144,11 +273,13 @@ pub fn run_actor(opts: &ActorOptions) -> Result<ActorReport> {
             break;
         }
         let asked = Instant::now();
-        report.version = remote.act_remote(&obs, true, &mut actions)?;
+        report.version = acting.act(&obs, vector_steps, &mut actions)?;
         latencies.push(asked.elapsed().as_micros().min(u32::MAX as u128) as u32);
-        if remote.reconnects() != seen_reconnects {
+        let reconnects =
+            acting.reconnects() + sender.as_ref().map_or(0, TransitionSender::reconnects);
+        if reconnects != seen_reconnects {
             // The learner restarted: start fresh episodes under the policy it serves now.
-            seen_reconnects = remote.reconnects();
+            seen_reconnects = reconnects;
             report.dropped_rows += (pending.len() / layout.width()) as u64;
             pending.clear();
             seed += 1_000_003;
@@ -201,7 +332,9 @@ pub fn run_actor(opts: &ActorOptions) -> Result<ActorReport> {
             report.learner_finished = sender.learner_finished();
         }
     }
-    report.reconnects = remote.reconnects() + sender.as_ref().map_or(0, |s| s.reconnects());
+    report.reconnects =
+        acting.reconnects() + sender.as_ref().map_or(0, TransitionSender::reconnects);
+    (report.policy_lag_mean, report.policy_lag_max) = acting.lag();
     report.recent_return = recent.iter().sum::<f64>() / recent.len().max(1) as f64;
     latencies.sort_unstable();
     report.act_p50_us = percentile(&latencies, 0.50);

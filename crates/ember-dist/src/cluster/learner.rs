@@ -2,12 +2,14 @@
 //! trains an off-policy learner from the transitions the actors stream in.
 
 use super::rows::TransitionRows;
-use crate::grpc::{ActionKind, GrpcLimits, GrpcServer, TransitionIngest};
+use crate::grpc::{
+    ActionKind, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, TransitionIngest,
+};
 use crate::inference::{InferenceConfig, InferenceServer};
 use crate::wal::{Record, TransitionLog};
 use ember_algo::checkpoint::{existing_dir, write_dir_atomically};
 use ember_algo::{
-    ActionBuf, EvalResult, OffPolicyConfig, OffPolicyLearner, ReplayKind, evaluate,
+    ActionBuf, EvalResult, OffPolicyConfig, OffPolicyLearner, PolicyWeights, ReplayKind, evaluate,
     stored_action_dim,
 };
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
@@ -51,6 +53,9 @@ pub struct LearnerOptions {
     pub inference: InferenceConfig,
     /// Transition batches queued between the log and the learner (back-pressure beyond).
     pub queue: usize,
+    /// What actors that act locally build their copy of the learner from (published with
+    /// the weights; the `ember` command sends its config).
+    pub policy_config: String,
 }
 
 impl LearnerOptions {
@@ -68,6 +73,7 @@ impl LearnerOptions {
             limits: GrpcLimits::default(),
             inference: InferenceConfig::default(),
             queue: 64,
+            policy_config: String::new(),
         }
     }
 }
@@ -172,7 +178,7 @@ impl Position {
 /// damaged log or checkpoint, an address that cannot be bound, an error of the learner.
 pub fn run_learner<L>(mut learner: L, opts: &LearnerOptions) -> Result<LearnerReport>
 where
-    L: OffPolicyLearner + Send + 'static,
+    L: OffPolicyLearner + PolicyWeights + Send + 'static,
 {
     let start = Instant::now();
     let factory = ember_env::factory(&opts.env_id)?;
@@ -243,18 +249,21 @@ where
         ActionBuf::for_space(&action_space),
         opts.inference.clone(),
     )?;
-    let grpc = GrpcServer::learner_with_transitions(
-        &opts.addr,
-        server.handle(),
+    let board = PolicyBoard::new(&opts.policy_config);
+    let services = LearnerServices {
+        inference: server.handle(),
         kind,
-        Some(ingest.clone()),
-        opts.limits,
-    )?;
+        ingest: Some(ingest.clone()),
+        policy: Some(board.clone()),
+    };
+    let grpc = GrpcServer::learner_services(&opts.addr, services, opts.limits)?;
     let mut trainer = Rounds {
         server: &server,
         schedule: sched,
         batches: Vec::new(),
+        board,
     };
+    trainer.publish(position.rows)?;
     let mut last_checkpoint = Instant::now();
     let mut evals = Vec::new();
     while !position.finished {
@@ -355,13 +364,25 @@ fn check_schedule(s: &OffPolicyConfig) -> Result<()> {
 
 /// Rounds of updates, run on the inference server's thread between two forward passes
 /// (the batches are drawn here, on the learner's thread).
-struct Rounds<'a, L: OffPolicyLearner + Send + 'static> {
+struct Rounds<'a, L: OffPolicyLearner + PolicyWeights + Send + 'static> {
     server: &'a InferenceServer<L>,
     schedule: &'a OffPolicyConfig,
     batches: Vec<Batch>,
+    board: PolicyBoard,
 }
 
-impl<L: OffPolicyLearner + Send + 'static> Rounds<'_, L> {
+impl<L: OffPolicyLearner + PolicyWeights + Send + 'static> Rounds<'_, L> {
+    /// Posts the policy for local actors, versioned by the learner's update count.
+    fn publish(&self, env_steps: u64) -> Result<()> {
+        let board = self.board.clone();
+        self.server.with_agent(move |agent| {
+            let updates = agent.progress().updates;
+            board.publish(updates, env_steps, agent.policy_weights());
+            Ok(())
+        })?;
+        Ok(())
+    }
+
     /// One round at `env_steps` transitions: the learner's schedules advance, and when
     /// `train` and replay is ready, `gradient_steps` updates.
     fn round<S: ember_replay::Sampler>(
@@ -399,7 +420,11 @@ impl<L: OffPolicyLearner + Send + 'static> Rounds<'_, L> {
             result
         });
         self.batches = back.try_recv().unwrap_or_default();
-        outcome.map(|_| ())
+        outcome?;
+        if ready {
+            self.publish(env_steps)?;
+        }
+        Ok(())
     }
 }
 

@@ -9,8 +9,9 @@
 //!   policy version. It checkpoints the learner and its position in the log atomically;
 //!   started again on the same folder it loads the checkpoint, rebuilds replay from the
 //!   log and trains on the batches the checkpoint does not cover.
-//! - [`run_actor`]: one process steps a vector of environments, acts through the learner,
-//!   and sends its transitions in batches ([`TransitionRows`] layout), each acknowledged
+//! - [`run_actor`]: one process steps a vector of environments, acts through the learner
+//!   ([`ActingMode::Central`]) or through its own copy of the policy that polls the
+//!   learner's versioned publication ([`ActingMode::Local`], policy lag reported), and sends its transitions in batches ([`TransitionRows`] layout), each acknowledged
 //!   once durable. When the learner restarts it reconnects with backoff and jitter,
 //!   resends the unacknowledged batch, drops its unsent partial episodes and resets.
 
@@ -18,6 +19,8 @@ mod actor;
 mod learner;
 mod rows;
 
-pub use actor::{ActorOptions, ActorReport, run_actor};
+pub use actor::{
+    ActingMode, ActorOptions, ActorReport, LocalPolicy, LocalPolicyFactory, run_actor,
+};
 pub use learner::{LOG_FILE, LearnerOptions, LearnerReport, STATE_DIR, run_learner};
 pub use rows::TransitionRows;
