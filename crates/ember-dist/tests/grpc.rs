@@ -1,14 +1,15 @@
 //! The gRPC services on loopback: remote actors batched by the learner, bad messages of
 //! every kind refused with a status while the other actors go on, actors reconnecting to
-//! a restarted learner, the parameter server over gRPC.
+//! a restarted learner, versioned policy publication, the parameter server over gRPC.
 #![cfg(feature = "grpc")]
 
 use ember_algo::{ActionBuf, Agent};
 use ember_core::Result;
 use ember_dist::grpc::proto;
 use ember_dist::{
-    ActionKind, Backoff, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, ParameterServer,
-    ParameterServerConfig, RemoteActor, RemoteTrainer, Sgd,
+    ActionKind, Backoff, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, LearnerServices,
+    ParameterServer, ParameterServerConfig, PolicyBoard, PolicyClient, RemoteActor, RemoteTrainer,
+    Sgd,
 };
 use std::io::Write;
 use std::time::Duration;
@@ -272,4 +273,58 @@ fn trainers_meet_at_the_parameter_server_over_grpc() {
     );
     let mut stranger = RemoteTrainer::connect(&addr, 9, GrpcLimits::default()).unwrap();
     assert!(stranger.submit(1, vec![1.0, 1.0]).is_err());
+}
+
+#[test]
+fn policy_weights_are_sent_only_when_newer_and_refused_where_not_published() {
+    let inference = InferenceServer::spawn(
+        Echo,
+        ActionBuf::Discrete(vec![]),
+        InferenceConfig::default(),
+    )
+    .unwrap();
+    let board = PolicyBoard::new("algo = \"dqn\"");
+    let services = LearnerServices {
+        inference: inference.handle(),
+        kind: ActionKind::Discrete,
+        ingest: None,
+        policy: Some(board.clone()),
+    };
+    let grpc =
+        GrpcServer::learner_services("127.0.0.1:0", services, GrpcLimits::default()).unwrap();
+    let addr = grpc.local_addr().to_string();
+    let mut client = PolicyClient::connect(&addr, quick()).unwrap();
+    // Nothing published yet: a clear error once the backoff gives up.
+    let short = Backoff {
+        give_up_after: Duration::from_millis(50),
+        ..quick()
+    };
+    let mut impatient = PolicyClient::connect(&addr, short).unwrap();
+    let err = impatient.fetch().unwrap_err().to_string();
+    assert!(err.contains("published no policy"), "{err}");
+
+    board.publish(3, 300, vec![1.0, 2.0]);
+    let (version, first) = client.fetch().unwrap();
+    let first = first.unwrap();
+    assert_eq!((version, first.env_steps), (3, 300));
+    assert_eq!(
+        (first.params.as_slice(), &*first.config),
+        (&[1.0, 2.0][..], "algo = \"dqn\"")
+    );
+    // Held: only the version comes back.
+    assert_eq!(client.fetch().unwrap(), (3, None));
+    board.publish(2, 200, vec![9.0, 9.0]);
+    assert_eq!(board.version(), 3, "an older version is not posted");
+    board.publish(7, 700, vec![3.0, 4.0]);
+    let (version, next) = client.fetch().unwrap();
+    assert_eq!(
+        (version, next.unwrap().params.as_slice()),
+        (7, &[3.0, 4.0][..])
+    );
+
+    // A learner without publication refuses the call by name.
+    let (_inference, plain) = learner(GrpcLimits::default());
+    let mut other = PolicyClient::connect(&plain.local_addr().to_string(), quick()).unwrap();
+    let err = other.fetch().unwrap_err().to_string();
+    assert!(err.contains("publishes no policy"), "{err}");
 }
