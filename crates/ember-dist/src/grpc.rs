@@ -197,7 +197,15 @@ impl GrpcServer {
                     };
                     let mut server = tonic::transport::Server::builder();
                     let router = add(&mut server);
-                    let incoming = TcpListenerStream::new(listener);
+                    // Answers go out at once: without TCP_NODELAY a reply larger than one
+                    // segment (weights, big action batches) waits for the peer's delayed
+                    // acknowledgement (~20-40 ms on Linux).
+                    let incoming =
+                        tokio_stream::StreamExt::map(TcpListenerStream::new(listener), |conn| {
+                            conn.inspect(|s| {
+                                let _ = s.set_nodelay(true);
+                            })
+                        });
                     // Stop: refuse new connections at once, give open streams a moment to
                     // finish, then drop them (an idle actor stream would otherwise hold a
                     // graceful shutdown forever).
