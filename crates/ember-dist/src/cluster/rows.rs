@@ -49,7 +49,7 @@ impl TransitionRows {
         values: &'a [f32],
     ) -> Result<impl Iterator<Item = Transition<'a>> + use<'a>> {
         let (w, o, a) = (self.width(), self.obs_dim, self.act_dim);
-        if values.len() % w != 0 {
+        if !values.len().is_multiple_of(w) {
             return Err(Error::invalid(
                 "transition values",
                 values.len(),
