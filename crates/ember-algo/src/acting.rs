@@ -82,4 +82,15 @@ impl<M: Module> ActingCopy<M> {
         self.module = inference_copy(online, &self.device);
         self.since = 0;
     }
+
+    /// `online` with its parameters loaded from flat `weights` ([`ember_nn::flat_params`]
+    /// of a module of the same architecture), and this copy refreshed from it.
+    ///
+    /// # Errors
+    /// Weights of another length, or not finite (nothing changes then).
+    pub fn load_flat(&mut self, online: M, weights: &[f32]) -> ember_core::Result<M> {
+        let online = ember_nn::load_flat_params(online, weights)?;
+        self.refresh(&online);
+        Ok(online)
+    }
 }

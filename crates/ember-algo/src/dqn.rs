@@ -264,9 +264,7 @@ impl crate::agent::PolicyWeights for Dqn {
     }
 
     fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        let q = ember_nn::load_flat_params(self.q.clone(), weights)?;
-        self.acting.refresh(&q);
-        self.q = q;
+        self.q = self.acting.load_flat(self.q.clone(), weights)?;
         Ok(())
     }
 }

@@ -279,9 +279,7 @@ impl crate::agent::PolicyWeights for Td3 {
     }
 
     fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        let actor = ember_nn::load_flat_params(self.actor.clone(), weights)?;
-        self.acting.refresh(&actor);
-        self.actor = actor;
+        self.actor = self.acting.load_flat(self.actor.clone(), weights)?;
         Ok(())
     }
 }

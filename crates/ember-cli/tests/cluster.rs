@@ -119,7 +119,23 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     std::thread::sleep(Duration::from_millis(300));
     let learner = serve(&learner_dir, &addr);
 
-    let result = report(learner, "the restarted learner");
+    let (result, actors) = finish(learner, actors);
+    assert_eq!(result["resumed"], true, "{result}");
+    for a in &actors {
+        assert!(
+            a["reconnects"].as_u64().unwrap() >= 1,
+            "never lost the learner: {a}"
+        );
+    }
+
+    nothing_lost_nothing_twice(&learner_dir, &result, &actors);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The reports of the learner and the actors once they end; the greedy policy the learner
+/// trained reaches 475, and every actor learned that training finished.
+fn finish(learner: Child, actors: Vec<Child>) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let result = report(learner, "the learner");
     let actors: Vec<_> = actors
         .into_iter()
         .enumerate()
@@ -128,23 +144,14 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     println!("learner: {result}");
     for a in &actors {
         println!("actor: {a}");
+        assert_eq!(a["learner_finished"], true, "{a}");
     }
-    assert_eq!(result["resumed"], true, "{result}");
     let eval = result["eval_mean"].as_f64().unwrap();
     assert!(
         eval >= 475.0,
         "greedy return {eval} after training: {result}"
     );
-    for a in &actors {
-        assert!(
-            a["reconnects"].as_u64().unwrap() >= 1,
-            "never lost the learner: {a}"
-        );
-        assert_eq!(a["learner_finished"], true, "{a}");
-    }
-
-    nothing_lost_nothing_twice(&learner_dir, &result, &actors);
-    std::fs::remove_dir_all(&dir).unwrap();
+    (result, actors)
 }
 
 /// The acknowledged transitions are the log's, each batch once; the learner trained on
@@ -185,21 +192,9 @@ fn dqn_learns_cartpole_from_actors_acting_with_published_weights() {
     let addr = format!("127.0.0.1:{}", free_port());
     let learner = serve(&learner_dir, &addr);
     let actors: Vec<Child> = (0..ACTORS).map(|id| actor(&addr, id, "--local")).collect();
-    let result = report(learner, "the learner");
-    let actors: Vec<_> = actors
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| report(a, &format!("actor {i}")))
-        .collect();
-    println!("learner: {result}");
-    let eval = result["eval_mean"].as_f64().unwrap();
-    assert!(
-        eval >= 475.0,
-        "greedy return {eval} after training: {result}"
-    );
+    let (result, actors) = finish(learner, actors);
     let updates = result["updates"].as_u64().unwrap();
     for a in &actors {
-        println!("actor: {a}");
         // The actors acted with versions they fetched, behind the learner by less than a
         // few rounds of 128 updates.
         let (version, lag) = (
@@ -208,7 +203,6 @@ fn dqn_learns_cartpole_from_actors_acting_with_published_weights() {
         );
         assert!(version > 0 && version <= updates, "{a}");
         assert!(lag > 0.0 && lag < 512.0, "{a}");
-        assert_eq!(a["learner_finished"], true, "{a}");
     }
     nothing_lost_nothing_twice(&learner_dir, &result, &actors);
     std::fs::remove_dir_all(&dir).unwrap();

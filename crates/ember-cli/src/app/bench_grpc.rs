@@ -23,36 +23,27 @@ const ENVS: usize = 16;
 /// # Errors
 /// The learner cannot be served, an actor process fails.
 pub fn grpc(secs: f64) -> Result<Vec<Figure>> {
+    let figure = |name: String, value: f64, unit: &'static str| Figure { name, value, unit };
     let mut figures = Vec::new();
     for actors in [1, 4, 16] {
         let run = Cluster::start(actors * ENVS)?.run(actors, secs, 0)?;
-        figures.push(Figure {
-            name: format!("grpc/central_{actors}x{ENVS}"),
-            value: run.env_steps_per_sec,
-            unit: "env steps/s",
-        });
-        figures.push(Figure {
-            name: format!("grpc/central_{actors}x{ENVS}_p50"),
-            value: run.p50_us,
-            unit: "µs",
-        });
-        figures.push(Figure {
-            name: format!("grpc/central_{actors}x{ENVS}_p99"),
-            value: run.p99_us,
-            unit: "µs",
-        });
+        let id = format!("grpc/central_{actors}x{ENVS}");
+        figures.extend([
+            figure(id.clone(), run.env_steps_per_sec, "env steps/s"),
+            figure(format!("{id}_p50"), run.p50_us, "µs"),
+            figure(format!("{id}_p99"), run.p99_us, "µs"),
+        ]);
     }
     let run = Cluster::start(4 * ENVS)?.run(4, secs, 1)?;
-    figures.push(Figure {
-        name: format!("grpc/ingest_4x{ENVS}_wal"),
-        value: run.acked_per_sec,
-        unit: "transitions/s",
-    });
-    figures.push(Figure {
-        name: format!("grpc/ingest_4x{ENVS}_wal_env_steps"),
-        value: run.env_steps_per_sec,
-        unit: "env steps/s",
-    });
+    let id = format!("grpc/ingest_4x{ENVS}_wal");
+    figures.extend([
+        figure(id.clone(), run.acked_per_sec, "transitions/s"),
+        figure(
+            format!("{id}_env_steps"),
+            run.env_steps_per_sec,
+            "env steps/s",
+        ),
+    ]);
     Ok(figures)
 }
 
