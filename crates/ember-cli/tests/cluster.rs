@@ -113,7 +113,9 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(700));
+    // The first checkpoint comes 0.5 s after the start, long before the 5,000 transitions
+    // of the first evaluation (the only one that could end training).
+    std::thread::sleep(Duration::from_millis(300));
     learner.kill().unwrap();
     let _ = learner.wait_with_output().unwrap();
     std::thread::sleep(Duration::from_millis(300));
