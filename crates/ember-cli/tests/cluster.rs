@@ -209,3 +209,40 @@ fn dqn_learns_cartpole_from_actors_acting_with_published_weights() {
     nothing_lost_nothing_twice(&learner_dir, &result, &actors);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn mistakes_get_one_line_naming_them() {
+    let dir = temp("mistakes");
+    let run = |args: &[&str]| {
+        let out = Command::new(EMBER).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let folder = dir.join("a");
+    let folder = folder.to_str().unwrap();
+    let err = run(&["serve", "ppo", "--env", "CartPole-v1", "--dir", folder]);
+    assert!(err.contains("off-policy algorithms"), "{err}");
+    // A folder started with another config is not trained on by this one.
+    std::fs::create_dir_all(folder).unwrap();
+    std::fs::write(dir.join("a").join("serve.toml"), "algo = \"dqn\"\n").unwrap();
+    let err = run(&["serve", "dqn", "--env", "CartPole-v1", "--dir", folder]);
+    assert!(err.contains("started with another config"), "{err}");
+    let err = run(&[
+        "actor",
+        "--connect",
+        "127.0.0.1:1",
+        "--env",
+        "CartPole-v1",
+        "--id",
+        "x",
+    ]);
+    assert!(err.contains("invalid --id `x`"), "{err}");
+    // An actor whose environment is not the learner's.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut learner = serve(&dir.join("b"), &addr);
+    let err = run(&["actor", "--connect", &addr, "--env", "Pendulum-v1"]);
+    assert!(err.contains("learner's observation width, 4"), "{err}");
+    learner.kill().unwrap();
+    let _ = learner.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -225,11 +225,17 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
         act_dim: stored_action_dim(&space),
     };
     let mut acting = Acting::connect(opts, mode)?;
-    Error::check_len(
-        "the learner's observation width",
-        acting.obs_dim(),
-        layout.obs_dim,
-    )?;
+    let served = acting.obs_dim();
+    if served != layout.obs_dim {
+        return Err(Error::invalid(
+            "actor environment",
+            format!(
+                "{} (observations of {} values)",
+                opts.env_id, layout.obs_dim
+            ),
+            format!("an environment of the learner's observation width, {served}"),
+        ));
+    }
     let kind = match space {
         Space::Discrete(_) => ActionKind::Discrete,
         Space::Box(_) => ActionKind::Continuous,
