@@ -118,7 +118,7 @@ pub use policy_gradient::PolicyGradient;
 pub use ppo::PpoConfig;
 pub use reinforce::ReinforceConfig;
 pub use replay::{ReplayConfig, ReplayKind};
-pub use report::{EvalPoint, TrainReport};
+pub use report::{EpisodeTracker, EvalPoint, TrainReport};
 pub use sac::{Sac, SacConfig, UpdateSchedule};
 pub use schedule::LinearSchedule;
 pub use td3::{Td3, Td3Config};

@@ -117,16 +117,18 @@ fn metric_name(name: &str) -> &'static str {
     leaked
 }
 
-/// Per-sub-environment episode bookkeeping shared by the trainers.
+/// Per-sub-environment episode bookkeeping (returns of running episodes, the last 20
+/// finished ones), shared by the trainers and distributed actors.
 #[derive(Clone, Debug)]
-pub(crate) struct EpisodeTracker {
+pub struct EpisodeTracker {
     running: Vec<f64>,
     recent: std::collections::VecDeque<f64>,
     pub(crate) episodes: u64,
 }
 
 impl EpisodeTracker {
-    pub(crate) fn new(num_envs: usize) -> Self {
+    /// No episodes yet, for `num_envs` sub-environments.
+    pub fn new(num_envs: usize) -> Self {
         EpisodeTracker {
             running: vec![0.0; num_envs],
             recent: Default::default(),
@@ -135,7 +137,7 @@ impl EpisodeTracker {
     }
 
     /// Adds a real (non-reset) step's reward; closes the episode when it ended.
-    pub(crate) fn record(&mut self, env: usize, reward: f64, done: bool) {
+    pub fn record(&mut self, env: usize, reward: f64, done: bool) {
         self.running[env] += reward;
         if done {
             self.recent.push_back(self.running[env]);
@@ -161,7 +163,18 @@ impl EpisodeTracker {
         Ok(())
     }
 
-    pub(crate) fn recent_mean(&self) -> f64 {
+    /// Forgets the running episodes (their environments were reset mid-episode).
+    pub fn drop_running(&mut self) {
+        self.running.fill(0.0);
+    }
+
+    /// Episodes finished so far.
+    pub fn episodes(&self) -> u64 {
+        self.episodes
+    }
+
+    /// Mean return of the last (up to) 20 finished episodes; NaN before the first.
+    pub fn recent_mean(&self) -> f64 {
         if self.recent.is_empty() {
             return f64::NAN;
         }

@@ -1,11 +1,12 @@
 //! The actor process: steps a vector of environments, acts through the learner's central
 //! inference and streams its transitions back.
 
+use super::latency::Latencies;
 use super::rows::TransitionRows;
 use crate::grpc::{
     ActionKind, Backoff, PolicyClient, PublishedPolicy, RemoteActor, TransitionSender,
 };
-use ember_algo::{ActionBuf, Agent, stored_action_dim};
+use ember_algo::{ActionBuf, Agent, EpisodeTracker, stored_action_dim};
 use ember_core::{Error, Result, Space, Transition};
 use ember_env::{SyncVecEnv, VecEnv};
 use std::time::{Duration, Instant};
@@ -264,11 +265,10 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
     let mut seed = opts.seed;
     let mut obs = env.reset(Some(seed))?.to_vec();
     let mut resetting = vec![false; n];
-    let mut returns = vec![0.0f64; n];
-    let mut recent: Vec<f64> = Vec::new();
+    let mut episodes = EpisodeTracker::new(n);
     let mut actions = ActionBuf::for_space(&space);
     let (mut pending, mut row) = (Vec::new(), Vec::new());
-    let mut latencies: Vec<u32> = Vec::new();
+    let mut latencies = Latencies::new();
     let mut report = ActorReport::default();
     let mut seen_reconnects = 0;
     let mut vector_steps = 0u64;
@@ -280,7 +280,7 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
         }
         let asked = Instant::now();
         report.version = acting.act(&obs, vector_steps, &mut actions)?;
-        latencies.push(asked.elapsed().as_micros().min(u32::MAX as u128) as u32);
+        latencies.record(asked.elapsed().as_micros().min(u32::MAX as u128) as u32);
         let reconnects =
             acting.reconnects() + sender.as_ref().map_or(0, TransitionSender::reconnects);
         if reconnects != seen_reconnects {
@@ -291,7 +291,7 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
             seed += 1_000_003;
             obs.copy_from_slice(env.reset(Some(seed))?);
             resetting.fill(false);
-            returns.fill(0.0);
+            episodes.drop_running();
             continue;
         }
         let step = env.step(actions.as_vec_actions())?;
@@ -313,15 +313,8 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
             if sender.is_some() {
                 layout.push(&t, &mut pending)?;
             }
-            returns[i] += step.env_rewards()[i];
             let done = step.terminated[i] || step.truncated[i];
-            if done {
-                report.episodes += 1;
-                if recent.len() == 20 {
-                    recent.remove(0);
-                }
-                recent.push(std::mem::take(&mut returns[i]));
-            }
+            episodes.record(i, step.env_rewards()[i], done);
             resetting[i] = done;
         }
         obs.copy_from_slice(step.obs);
@@ -341,21 +334,13 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
     report.reconnects =
         acting.reconnects() + sender.as_ref().map_or(0, TransitionSender::reconnects);
     (report.policy_lag_mean, report.policy_lag_max) = acting.lag();
-    report.recent_return = recent.iter().sum::<f64>() / recent.len().max(1) as f64;
-    latencies.sort_unstable();
-    report.act_p50_us = percentile(&latencies, 0.50);
-    report.act_p99_us = percentile(&latencies, 0.99);
+    report.episodes = episodes.episodes();
+    let recent = episodes.recent_mean();
+    report.recent_return = if recent.is_nan() { 0.0 } else { recent };
+    report.act_p50_us = latencies.quantile(0.50);
+    report.act_p99_us = latencies.quantile(0.99);
     report.secs = start.elapsed().as_secs_f64();
     Ok(report)
-}
-
-/// The `q` quantile of sorted values (nearest rank; 0 for none).
-fn percentile(sorted: &[u32], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    f64::from(sorted[i])
 }
 
 /// A run id new for every start of an actor process.

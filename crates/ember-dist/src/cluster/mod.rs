@@ -16,6 +16,7 @@
 //!   resends the unacknowledged batch, drops its unsent partial episodes and resets.
 
 mod actor;
+mod latency;
 mod learner;
 mod rows;
 
