@@ -177,7 +177,8 @@ impl HostAdam {
 
 /// A float tensor's values as `f32` (converted when it has another float type).
 fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
-    let data = t.into_data();
+    // One copy of a shared tensor on flex, not two (`ember_backend::unshared`).
+    let data = ember_backend::unshared(t).into_data();
     if data.dtype() == DType::F32 {
         data
     } else {

@@ -25,30 +25,12 @@ pub trait HostTanh: Backend {
 #[cfg(feature = "flex")]
 mod flex {
     use super::HostTanh;
+    use crate::host::owned_contiguous;
     use crate::kernels::{tanh_backward_in_place, tanh_in_place};
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::backend::ops::FloatTensorOps as _;
-    use burn::tensor::{DType, TensorData};
-
-    /// The tensor's `f32` values as one contiguous, uniquely owned buffer (copied only when
-    /// it is shared, strided or offset).
-    fn owned_contiguous(mut t: FlexTensor) -> FlexTensor {
-        let simple = t.is_contiguous() && t.layout().start_offset() == 0;
-        if simple && t.try_storage_mut::<f32>().is_some() {
-            return t;
-        }
-        let shape = t.layout().shape().clone();
-        let values = match t.as_slice::<f32>() {
-            Some(s) => s.to_vec(),
-            None => t
-                .to_contiguous()
-                .as_slice::<f32>()
-                .expect("contiguous")
-                .to_vec(),
-        };
-        FlexTensor::from_data(TensorData::new(values, shape))
-    }
+    use burn::tensor::DType;
 
     impl HostTanh for Flex {
         fn host_tanh(x: FlexTensor) -> FlexTensor {

@@ -14,6 +14,8 @@
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
+//! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output.
+//! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
 //! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
@@ -35,7 +37,9 @@
 
 mod activation;
 mod checked;
+mod host;
 pub mod kernels;
+mod matmul;
 mod spec;
 mod threads;
 mod transfer;
@@ -43,6 +47,8 @@ mod transfer;
 pub use activation::{HostTanh, tanh};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
+pub use host::{HostBuffers, lerp, unshared};
+pub use matmul::{HostMatmul, matmul};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
 

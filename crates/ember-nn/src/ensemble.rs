@@ -92,7 +92,7 @@ impl CriticEnsemble {
         let mut h = x.reshape([1, b, d]).expand([e, b, d]);
         let last = self.weights.len() - 1;
         for (i, (w, bias)) in self.weights.iter().zip(&self.biases).enumerate() {
-            h = h.matmul(w.val()) + bias.val();
+            h = ember_backend::matmul(h, w.val()) + bias.val();
             if i < last {
                 h = self.activation.apply(h);
             }

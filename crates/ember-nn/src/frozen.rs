@@ -48,7 +48,8 @@ struct HostLinear {
 }
 
 fn host_values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data()
+    ember_backend::unshared(t)
+        .into_data()
         .try_into_vec_as::<f32>()
         .expect("float parameters convert to f32")
 }

@@ -128,6 +128,16 @@ impl MlpConfig {
     }
 }
 
+/// `x · W + b` for one layer, as burn's `Linear::forward` computes it, with the product
+/// through [`ember_backend::matmul`] (no zeroing and copying of the output on flex).
+pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
+    let y = ember_backend::matmul(x, layer.weight.val());
+    match &layer.bias {
+        Some(b) => y + b.val().unsqueeze::<2>(),
+        None => y,
+    }
+}
+
 /// Linear layers with a nonlinearity between them (none after the last).
 #[derive(Module, Debug)]
 pub struct Mlp {
@@ -161,13 +171,13 @@ impl Mlp {
         let last = self.layers.len() - 1;
         let mut x = x;
         for (i, layer) in self.layers[..last].iter().enumerate() {
-            x = layer.forward(x);
+            x = linear(layer, x);
             if let Some(norm) = self.norms.get(i) {
                 x = norm.forward(x);
             }
             x = self.activation.apply(x);
         }
-        let out = self.layers[last].forward(x.clone());
+        let out = linear(&self.layers[last], x.clone());
         (x, out)
     }
 
@@ -176,7 +186,7 @@ impl Mlp {
         let last = self.layers.len() - 1;
         let mut x = x;
         for (i, layer) in self.layers.iter().enumerate() {
-            x = layer.forward(x);
+            x = linear(layer, x);
             if i < last {
                 if let Some(norm) = self.norms.get(i) {
                     x = norm.forward(x);

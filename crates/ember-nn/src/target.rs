@@ -54,7 +54,7 @@ impl ModuleMapper for Blend {
             if tau >= 1.0 {
                 s
             } else {
-                t.mul_scalar(1.0 - tau) + s.mul_scalar(tau)
+                ember_backend::lerp(t, s, tau)
             }
         })
     }

@@ -1,0 +1,202 @@
+//! Host-memory helpers for the parameter updates that run outside autodiff (optimizer
+//! steps, Polyak targets): one pass over `f32` buffers instead of a chain of tensor ops.
+//!
+//! flex's own paths copy more than they need to: reading a shared tensor's values
+//! (`into_data`) copies them twice (to a vector, then to a 16-byte aligned buffer), and
+//! every element-wise op allocates a zeroed buffer before filling it. [`unshared`] copies
+//! once; [`lerp`] writes its result straight into a new buffer. Other backends keep burn's
+//! tensor ops.
+
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::{Autodiff, Backend, backend_extension, tensor::FloatTensor};
+use burn::tensor::Tensor;
+
+/// Host-buffer operations on parameters; implemented for flex (and, by falling back to
+/// burn's ops, for autodiff over it).
+#[backend_extension(Flex: cfg(feature = "flex"), Autodiff)]
+pub trait HostBuffers: Backend {
+    /// The same values in a contiguous buffer that only the result owns (copied only when
+    /// shared, strided or offset).
+    fn host_unshared(x: FloatTensor<Self>) -> FloatTensor<Self>;
+    /// `a·(1 − t) + b·t` element-wise, computed in `f32` as burn's
+    /// `a.mul_scalar(1 − t) + b.mul_scalar(t)` computes it.
+    fn host_lerp(a: FloatTensor<Self>, b: FloatTensor<Self>, t: f64) -> FloatTensor<Self>;
+}
+
+/// The two factors of [`lerp`] as `f32`, rounded as burn rounds scalar arguments.
+fn lerp_factors(t: f64) -> (f32, f32) {
+    ((1.0 - t) as f32, t as f32)
+}
+
+#[cfg(feature = "flex")]
+mod flex {
+    use super::{HostBuffers, lerp_factors};
+    use burn::backend::Flex;
+    use burn::backend::flex::FlexTensor;
+    use burn::backend::ops::FloatTensorOps as _;
+    use burn::tensor::{DType, TensorData};
+
+    /// `t`'s `f32` values, borrowed when contiguous from the start of its buffer.
+    fn values(t: &FlexTensor) -> Option<&[f32]> {
+        let n = t.layout().num_elements();
+        let simple = t.is_contiguous() && t.layout().start_offset() == 0;
+        simple
+            .then(|| t.as_slice::<f32>())
+            .flatten()
+            .map(|s| &s[..n])
+    }
+
+    /// The tensor's `f32` values as one contiguous, uniquely owned buffer (copied only when
+    /// it is shared, strided or offset).
+    pub(crate) fn owned_contiguous(mut t: FlexTensor) -> FlexTensor {
+        let simple = t.is_contiguous() && t.layout().start_offset() == 0;
+        if simple && t.try_storage_mut::<f32>().is_some() {
+            return t;
+        }
+        let shape = t.layout().shape().clone();
+        let copied = match values(&t) {
+            Some(s) => s.to_vec(),
+            None => {
+                let c = t.to_contiguous();
+                let n = c.layout().num_elements();
+                c.as_slice::<f32>().expect("contiguous")[..n].to_vec()
+            }
+        };
+        FlexTensor::from_data(TensorData::new(copied, shape))
+    }
+
+    impl HostBuffers for Flex {
+        fn host_unshared(x: FlexTensor) -> FlexTensor {
+            if x.dtype() != DType::F32 {
+                return x;
+            }
+            owned_contiguous(x)
+        }
+
+        fn host_lerp(a: FlexTensor, b: FlexTensor, t: f64) -> FlexTensor {
+            let (ka, kb) = lerp_factors(t);
+            let same = a.layout().shape() == b.layout().shape();
+            if let (true, Some(va), Some(vb)) = (same, values(&a), values(&b))
+                && a.dtype() == DType::F32
+                && b.dtype() == DType::F32
+            {
+                let out: Vec<f32> = va.iter().zip(vb).map(|(&x, &y)| x * ka + y * kb).collect();
+                return FlexTensor::from_data(TensorData::new(out, a.layout().shape().clone()));
+            }
+            let a = Flex::float_mul_scalar(a, ka.into());
+            let b = Flex::float_mul_scalar(b, kb.into());
+            Flex::float_add(a, b)
+        }
+    }
+}
+
+#[cfg(feature = "flex")]
+pub(crate) use flex::owned_contiguous;
+
+impl<B: Backend + HostBuffers, C: CheckpointStrategy> HostBuffers for Autodiff<B, C> {
+    fn host_unshared(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        x
+    }
+
+    fn host_lerp(a: FloatTensor<Self>, b: FloatTensor<Self>, t: f64) -> FloatTensor<Self> {
+        use burn::backend::ops::FloatTensorOps as _;
+        let (ka, kb) = lerp_factors(t);
+        let a = Self::float_mul_scalar(a, ka.into());
+        let b = Self::float_mul_scalar(b, kb.into());
+        Self::float_add(a, b)
+    }
+}
+
+/// Whether `x` lives on flex without autodiff (where the host paths apply).
+fn plain_flex<const D: usize>(x: &Tensor<D>) -> bool {
+    #[cfg(feature = "flex")]
+    {
+        let device = x.device();
+        device == burn::tensor::Device::flex()
+    }
+    #[cfg(not(feature = "flex"))]
+    {
+        let _ = x;
+        false
+    }
+}
+
+/// `x`'s values in a buffer no other tensor shares, so that reading them out
+/// (`into_data`) takes them without another copy: on flex one copy when `x` is shared
+/// (flex's `into_data` of a shared tensor copies twice); elsewhere `x` itself.
+pub fn unshared<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    if !plain_flex(&x) {
+        return x;
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as HostBuffers>::host_unshared(
+        x.into_dispatch(),
+    ))
+}
+
+/// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
+/// `a.mul_scalar(1 − t) + b.mul_scalar(t)`; on flex in one pass into one new buffer.
+pub fn lerp<const D: usize>(a: Tensor<D>, b: Tensor<D>, t: f64) -> Tensor<D> {
+    if !plain_flex(&a) || !plain_flex(&b) {
+        return a.mul_scalar(1.0 - t) + b.mul_scalar(t);
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as HostBuffers>::host_lerp(
+        a.into_dispatch(),
+        b.into_dispatch(),
+        t,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Device, TensorData};
+
+    fn devices() -> Vec<Device> {
+        let mut d = Vec::new();
+        #[cfg(feature = "flex")]
+        d.push(Device::flex());
+        #[cfg(feature = "ndarray")]
+        #[allow(deprecated)]
+        d.push(Device::ndarray());
+        d
+    }
+
+    fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn lerp_is_bit_identical_to_the_tensor_ops() {
+        for device in devices() {
+            let a: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+            let b: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.11).cos() * 1e-3).collect();
+            let ta = Tensor::<2>::from_data(TensorData::new(a, [10, 100]), &device);
+            let tb = Tensor::<2>::from_data(TensorData::new(b, [10, 100]), &device);
+            for tau in [0.005, 0.3, 1.0, 0.0] {
+                let want = ta.clone().mul_scalar(1.0 - tau) + tb.clone().mul_scalar(tau);
+                let got = lerp(ta.clone(), tb.clone(), tau);
+                let (w, g) = (values(want), values(got));
+                assert!(w.iter().zip(&g).all(|(x, y)| x.to_bits() == y.to_bits()));
+            }
+            // A strided operand takes the general path with the same result.
+            let tt = tb.clone().reshape([100, 10]).transpose();
+            let want = ta.clone().mul_scalar(0.5) + tt.clone().mul_scalar(0.5);
+            assert_eq!(values(lerp(ta.clone(), tt, 0.5)), values(want));
+        }
+    }
+
+    #[test]
+    fn unshared_keeps_values_and_leaves_the_original_alone() {
+        for device in devices() {
+            let t =
+                Tensor::<2>::from_data(TensorData::new(vec![1f32, 2., 3., 4.], [2, 2]), &device);
+            let u = unshared(t.clone());
+            assert_eq!(values(u.clone()), vec![1., 2., 3., 4.]);
+            let u2 = u.add_scalar(1.0);
+            assert_eq!(values(t.clone()), vec![1., 2., 3., 4.]);
+            assert_eq!(values(u2), vec![2., 3., 4., 5.]);
+            // Strided: copied contiguous.
+            assert_eq!(values(unshared(t.transpose())), vec![1., 3., 2., 4.]);
+        }
+    }
+}
