@@ -22,14 +22,24 @@ pub trait HostTanh: Backend {
     fn host_tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
+/// A differentiable ReLU that works in place on flex; implemented for flex and autodiff
+/// over it.
+#[backend_extension(Flex: cfg(feature = "flex"), Autodiff)]
+pub trait HostRelu: Backend {
+    /// `max(x, 0)` element-wise (NaN kept, as flex's `relu`).
+    fn host_relu(x: FloatTensor<Self>) -> FloatTensor<Self>;
+    /// `grad` where `y > 0` (or NaN), 0 elsewhere: the gradient through `y = relu(x)`.
+    fn host_relu_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self>;
+}
+
 #[cfg(feature = "flex")]
 mod flex {
-    use super::HostTanh;
+    use super::{HostRelu, HostTanh};
     use crate::host::owned_contiguous;
     use crate::kernels::{tanh_backward_in_place, tanh_in_place};
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
-    use burn::backend::ops::FloatTensorOps as _;
+    use burn::backend::ops::{ActivationOps as _, FloatTensorOps as _};
     use burn::tensor::DType;
 
     impl HostTanh for Flex {
@@ -61,6 +71,49 @@ mod flex {
                 }
             };
             tanh_backward_in_place(&mut grad.storage_mut::<f32>()[..n], y_values);
+            grad
+        }
+    }
+
+    /// `f(x)` of flex's `relu`: NaN propagates, as in PyTorch.
+    #[inline]
+    fn relu(x: f32) -> f32 {
+        if x.is_nan() || x > 0.0 { x } else { 0.0 }
+    }
+
+    impl HostRelu for Flex {
+        fn host_relu(x: FlexTensor) -> FlexTensor {
+            if x.dtype() != DType::F32 {
+                return Flex::relu(x);
+            }
+            let mut x = owned_contiguous(x);
+            let n = x.layout().num_elements();
+            for v in &mut x.storage_mut::<f32>()[..n] {
+                *v = relu(*v);
+            }
+            x
+        }
+
+        fn host_relu_backward(y: FlexTensor, grad: FlexTensor) -> FlexTensor {
+            let same = y.layout().shape() == grad.layout().shape();
+            if y.dtype() != DType::F32 || grad.dtype() != DType::F32 || !same {
+                return Flex::relu_backward(y, grad);
+            }
+            let mut grad = owned_contiguous(grad);
+            let n = grad.layout().num_elements();
+            let y_contiguous;
+            let y_values = match y.as_slice::<f32>() {
+                Some(s) if y.layout().start_offset() == 0 && y.is_contiguous() => s,
+                _ => {
+                    y_contiguous = y.to_contiguous();
+                    y_contiguous.as_slice::<f32>().expect("contiguous")
+                }
+            };
+            // A select, not a branch: the signs are random, so a branch mispredicts half
+            // the time (it made this loop 20% of a SAC update).
+            for (g, &y) in grad.storage_mut::<f32>()[..n].iter_mut().zip(y_values) {
+                *g = if y.is_nan() || y > 0.0 { *g } else { 0.0 };
+            }
             grad
         }
     }
@@ -106,6 +159,58 @@ impl<B: Backend + HostTanh, C: CheckpointStrategy> HostTanh for Autodiff<B, C> {
         let one_minus = Self::float_add_scalar(Self::float_neg(y_sq), 1f32.into());
         Self::float_mul(grad, one_minus)
     }
+}
+
+impl<B: Backend + HostRelu, C: CheckpointStrategy> HostRelu for Autodiff<B, C> {
+    fn host_relu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct ReluBackward;
+
+        impl<B: Backend + HostRelu> Backward<B, 1> for ReluBackward {
+            type State = FloatTensor<B>;
+
+            fn backward(
+                self,
+                ops: Ops<Self::State, 1>,
+                grads: &mut Gradients,
+                _checkpointer: &mut Checkpointer,
+            ) {
+                let y = ops.state;
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| {
+                    B::host_relu_backward(y, grad)
+                });
+            }
+        }
+
+        let guard = x.node();
+        let y = B::host_relu(x.into_primitive());
+        match ReluBackward
+            .prepare::<C>([guard])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => prep.finish(y.clone(), y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        }
+    }
+
+    fn host_relu_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        // Not differentiated again by any Ember learner; burn's op keeps it right.
+        use burn::backend::ops::ActivationOps as _;
+        Self::relu_backward(y, grad)
+    }
+}
+
+/// `max(x, 0)`, differentiable; on flex in place when `x` is not shared (a layer's fresh
+/// output), with its backward pass in place on the incoming gradient (flex's own `relu`
+/// allocates a new buffer both ways). burn's `relu` elsewhere.
+pub fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "flex")]
+    if x.device().inner() == burn::tensor::Device::flex() {
+        let out = <burn::backend::Dispatch as HostRelu>::host_relu(x.into_dispatch());
+        return Tensor::from_dispatch(out);
+    }
+    burn::tensor::activation::relu(x)
 }
 
 /// `tanh(x)`, differentiable, with the fastest kernel the device's backend has: the

@@ -16,6 +16,7 @@
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
 //! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output.
 //! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
+//! - [`relu`]: a differentiable ReLU working in place on flex.
 //! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
@@ -44,7 +45,7 @@ mod spec;
 mod threads;
 mod transfer;
 
-pub use activation::{HostTanh, tanh};
+pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
 pub use host::{HostBuffers, lerp, unshared};

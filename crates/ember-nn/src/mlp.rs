@@ -2,7 +2,6 @@
 
 use burn::module::{Module, Param};
 use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
 
@@ -24,7 +23,7 @@ impl Activation {
     /// `perf record`).
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
-            Activation::Relu => relu(x),
+            Activation::Relu => ember_backend::relu(x),
             Activation::Tanh => ember_backend::tanh(x),
         }
     }
