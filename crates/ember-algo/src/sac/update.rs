@@ -12,6 +12,7 @@ use ember_loss::{
     sac_target, sac_target_discounted, sac_temperature_loss,
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// One update's inputs, on the devices where they are used.
@@ -195,11 +196,14 @@ impl ActorJob<'_> {
 
 /// Two threads agreeing that both halves of an update succeeded before either steps.
 /// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
-/// half never waits forever.
+/// half never waits forever. The first to arrive spins briefly before it blocks
+/// ([`crate::worker::spin_until`]).
 #[derive(Default)]
 pub(super) struct Gate {
     /// (halves arrived, all arrived halves succeeded)
     state: Mutex<(u8, bool)>,
+    /// Halves arrived, for the spin.
+    arrived: AtomicU8,
     both_arrived: Condvar,
 }
 
@@ -207,12 +211,18 @@ impl Gate {
     /// Reports this half's success, waits for the other half, and says whether both
     /// succeeded.
     fn both_ok(&self, mine: bool) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.1 = if s.0 == 0 { mine } else { s.1 && mine };
-        s.0 += 1;
-        if s.0 == 2 {
-            self.both_arrived.notify_all();
+        {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.1 = if s.0 == 0 { mine } else { s.1 && mine };
+            s.0 += 1;
+            self.arrived.store(s.0, Ordering::Release);
+            if s.0 == 2 {
+                self.both_arrived.notify_all();
+                return s.1;
+            }
         }
+        crate::worker::spin_until(|| self.arrived.load(Ordering::Acquire) == 2);
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while s.0 < 2 {
             s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
         }
