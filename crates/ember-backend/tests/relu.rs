@@ -41,7 +41,10 @@ fn values_are_burns_and_a_shared_input_is_left_alone() {
 fn nan_propagates() {
     for device in devices() {
         let x = Tensor::<1>::from_data(TensorData::new(vec![f32::NAN, -1.0, 2.0], [3]), &device);
-        let y = ember_backend::relu(x).into_data().try_to_vec::<f32>().unwrap();
+        let y = ember_backend::relu(x)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
         assert!(y[0].is_nan());
         assert_eq!(&y[1..], &[0.0, 2.0]);
     }
