@@ -152,13 +152,10 @@ mod tests {
     use burn::tensor::{Device, TensorData};
 
     fn devices() -> Vec<Device> {
-        let mut d = Vec::new();
-        #[cfg(feature = "flex")]
-        d.push(Device::flex());
-        #[cfg(feature = "ndarray")]
-        #[allow(deprecated)]
-        d.push(Device::ndarray());
-        d
+        ["flex", "ndarray"]
+            .iter()
+            .filter_map(|s| s.parse::<crate::DeviceSpec>().ok()?.device().ok())
+            .collect()
     }
 
     fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
