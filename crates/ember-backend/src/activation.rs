@@ -119,37 +119,48 @@ mod flex {
     }
 }
 
+/// `y = forward(x)` recorded under autodiff with the gradient `backward(y, grad)`: the
+/// element-wise functions here whose derivative is a function of their output.
+fn from_output<B: Backend, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    forward: fn(FloatTensor<B>) -> FloatTensor<B>,
+    backward: fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>,
+) -> FloatTensor<Autodiff<B, C>> {
+    /// The gradient through `y` from `y` itself.
+    type GradFromOutput<B> = fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>;
+
+    #[derive(Debug)]
+    struct OutputBackward;
+
+    impl<B: Backend> Backward<B, 1> for OutputBackward {
+        type State = (FloatTensor<B>, GradFromOutput<B>);
+
+        fn backward(
+            self,
+            ops: Ops<Self::State, 1>,
+            grads: &mut Gradients,
+            _checkpointer: &mut Checkpointer,
+        ) {
+            let (y, backward) = ops.state;
+            unary::<B, _>(ops.parents, ops.node, grads, |grad| backward(y, grad));
+        }
+    }
+
+    let guard = x.node();
+    let y = forward(x.into_primitive());
+    match OutputBackward
+        .prepare::<C>([guard])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish((y.clone(), backward), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    }
+}
+
 impl<B: Backend + HostTanh, C: CheckpointStrategy> HostTanh for Autodiff<B, C> {
     fn host_tanh(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct TanhBackward;
-
-        impl<B: Backend + HostTanh> Backward<B, 1> for TanhBackward {
-            type State = FloatTensor<B>;
-
-            fn backward(
-                self,
-                ops: Ops<Self::State, 1>,
-                grads: &mut Gradients,
-                _checkpointer: &mut Checkpointer,
-            ) {
-                let y = ops.state;
-                unary::<B, _>(ops.parents, ops.node, grads, |grad| {
-                    B::host_tanh_backward(y, grad)
-                });
-            }
-        }
-
-        let guard = x.node();
-        let y = B::host_tanh(x.into_primitive());
-        match TanhBackward
-            .prepare::<C>([guard])
-            .compute_bound()
-            .stateful()
-        {
-            OpsKind::Tracked(prep) => prep.finish(y.clone(), y),
-            OpsKind::UnTracked(prep) => prep.finish(y),
-        }
+        from_output::<B, C>(x, B::host_tanh, B::host_tanh_backward)
     }
 
     fn host_tanh_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -163,35 +174,7 @@ impl<B: Backend + HostTanh, C: CheckpointStrategy> HostTanh for Autodiff<B, C> {
 
 impl<B: Backend + HostRelu, C: CheckpointStrategy> HostRelu for Autodiff<B, C> {
     fn host_relu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct ReluBackward;
-
-        impl<B: Backend + HostRelu> Backward<B, 1> for ReluBackward {
-            type State = FloatTensor<B>;
-
-            fn backward(
-                self,
-                ops: Ops<Self::State, 1>,
-                grads: &mut Gradients,
-                _checkpointer: &mut Checkpointer,
-            ) {
-                let y = ops.state;
-                unary::<B, _>(ops.parents, ops.node, grads, |grad| {
-                    B::host_relu_backward(y, grad)
-                });
-            }
-        }
-
-        let guard = x.node();
-        let y = B::host_relu(x.into_primitive());
-        match ReluBackward
-            .prepare::<C>([guard])
-            .compute_bound()
-            .stateful()
-        {
-            OpsKind::Tracked(prep) => prep.finish(y.clone(), y),
-            OpsKind::UnTracked(prep) => prep.finish(y),
-        }
+        from_output::<B, C>(x, B::host_relu, B::host_relu_backward)
     }
 
     fn host_relu_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {

@@ -1,16 +1,10 @@
 //! `ember_backend::relu` against burn's `relu`: the same bits forward and backward, inputs
 //! left intact when shared, strided and offset views, NaN kept, on every host backend.
 
-use burn::tensor::{Device, Distribution, Tensor, TensorData};
+use burn::tensor::{Distribution, Tensor, TensorData};
 
-fn devices() -> Vec<Device> {
-    let found = ["flex", "ndarray"]
-        .iter()
-        .filter_map(|s| s.parse::<ember_backend::DeviceSpec>().ok()?.device().ok())
-        .collect::<Vec<_>>();
-    assert!(!found.is_empty(), "no host backend in this build");
-    found
-}
+mod common;
+use common::devices;
 
 fn bits<const D: usize>(t: Tensor<D>) -> Vec<u32> {
     let v = t.into_data().try_to_vec::<f32>().unwrap();

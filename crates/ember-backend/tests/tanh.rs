@@ -1,16 +1,10 @@
 //! `ember_backend::tanh` against burn's `tanh`: values, gradients, shared and strided inputs,
 //! on every host backend this build has.
 
-use burn::tensor::{Device, Distribution, Tensor};
+use burn::tensor::{Distribution, Tensor};
 
-fn devices() -> Vec<Device> {
-    let found = ["flex", "ndarray"]
-        .iter()
-        .filter_map(|s| s.parse::<ember_backend::DeviceSpec>().ok()?.device().ok())
-        .collect::<Vec<_>>();
-    assert!(!found.is_empty(), "no host backend in this build");
-    found
-}
+mod common;
+use common::devices;
 
 fn max_abs_diff(a: Tensor<2>, b: Tensor<2>) -> f32 {
     (a - b).abs().max().into_scalar::<f32>()
