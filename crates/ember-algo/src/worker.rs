@@ -4,20 +4,47 @@
 //! Waits between the two threads of an update are short (tens to hundreds of µs), and a
 //! thread that blocks on them pays the wake-up of a sleeping core: 50–75 µs measured on a
 //! 2-vCPU virtual machine, 5% of a SAC update. So every wait here first spins for up to
-//! [`SPIN`] (a bounded cost: the two threads of a parallel update own the two cores they
-//! were given anyway) and then blocks.
+//! [`spin_budget`] (500 µs; a bounded cost: the two threads of a parallel update own the
+//! two cores they were given anyway) and then blocks. `EMBER_SPIN_US=0` (read once) blocks
+//! at once, for machines whose cores are shared with other work.
 
 use ember_core::{Error, Result};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a wait spins before it blocks.
-pub(crate) const SPIN: Duration = Duration::from_micros(500);
+/// The default of [`spin_budget`].
+const SPIN_US: u64 = 500;
 
-/// Spins until `ready()` says yes or [`SPIN`] has passed; says whether it became ready.
-pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+/// How long a wait spins before it blocks: `EMBER_SPIN_US` microseconds (read once; 0
+/// blocks at once), 500 by default. A value that is not a whole number is reported once
+/// on standard error and the default is used.
+pub(crate) fn spin_budget() -> Duration {
+    static BUDGET: OnceLock<Duration> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let us = match std::env::var("EMBER_SPIN_US") {
+            Err(_) => SPIN_US,
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                eprintln!(
+                    "ember: EMBER_SPIN_US={v:?} is not a number of microseconds; using {SPIN_US}"
+                );
+                SPIN_US
+            }),
+        };
+        Duration::from_micros(us)
+    })
+}
+
+/// Spins until `ready()` says yes or [`spin_budget`] has passed; says whether it became
+/// ready.
+pub(crate) fn spin_until(ready: impl FnMut() -> bool) -> bool {
+    spin_for(spin_budget(), ready)
+}
+
+/// [`spin_until`] with an explicit budget.
+fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
         for _ in 0..64 {
@@ -26,13 +53,13 @@ pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
             }
             std::hint::spin_loop();
         }
-        if start.elapsed() >= SPIN {
+        if start.elapsed() >= budget {
             return ready();
         }
     }
 }
 
-/// The next message of `rx`: spins for up to [`SPIN`], then blocks. `None` when the
+/// The next message of `rx`: spins for up to [`spin_budget`], then blocks. `None` when the
 /// sending side is gone.
 fn receive<T>(rx: &Receiver<T>) -> Option<T> {
     let mut got = None;
@@ -144,6 +171,19 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, std::thread::current().id());
         assert_eq!(w.submit(|| 6 * 7).wait("c").unwrap(), 42);
+    }
+
+    #[test]
+    fn a_spin_ends_when_ready_or_after_its_budget() {
+        assert!(spin_for(Duration::ZERO, || true));
+        let start = Instant::now();
+        assert!(!spin_for(Duration::from_millis(2), || false));
+        assert!(start.elapsed() >= Duration::from_millis(2));
+        let mut n = 0;
+        assert!(spin_for(Duration::from_secs(10), || {
+            n += 1;
+            n == 100
+        }));
     }
 
     #[test]
