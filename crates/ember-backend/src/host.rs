@@ -7,6 +7,9 @@
 //! once; [`lerp`] writes its result straight into a new buffer. Other backends keep burn's
 //! tensor ops.
 
+// Without flex, `backend_extension` generates a dispatch with no backend to pass `t` to.
+#![cfg_attr(not(feature = "flex"), allow(unused_variables))]
+
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::{Autodiff, Backend, backend_extension, tensor::FloatTensor};
 use burn::tensor::Tensor;
@@ -48,21 +51,42 @@ mod flex {
 
     /// The tensor's `f32` values as one contiguous, uniquely owned buffer (copied only when
     /// it is shared, strided or offset).
-    pub(crate) fn owned_contiguous(mut t: FlexTensor) -> FlexTensor {
+    fn owned_contiguous(mut t: FlexTensor) -> FlexTensor {
         let simple = t.is_contiguous() && t.layout().start_offset() == 0;
         if simple && t.try_storage_mut::<f32>().is_some() {
             return t;
         }
         let shape = t.layout().shape().clone();
-        let copied = match values(&t) {
-            Some(s) => s.to_vec(),
-            None => {
-                let c = t.to_contiguous();
-                let n = c.layout().num_elements();
-                c.as_slice::<f32>().expect("contiguous")[..n].to_vec()
-            }
-        };
+        let copied = with_values(&t, <[f32]>::to_vec);
         FlexTensor::from_data(TensorData::new(copied, shape))
+    }
+
+    /// `f` of `t`'s `f32` values in row-major order: borrowed when they are contiguous from
+    /// the start of the buffer, from a contiguous copy otherwise.
+    pub(crate) fn with_values<R>(t: &FlexTensor, f: impl FnOnce(&[f32]) -> R) -> R {
+        match values(t) {
+            Some(v) => f(v),
+            None => f(values(&t.to_contiguous()).expect("a contiguous copy")),
+        }
+    }
+
+    /// `x` changed in place by `f` (on a buffer only the result owns; see
+    /// [`owned_contiguous`]).
+    pub(crate) fn map_in_place(x: FlexTensor, f: impl FnOnce(&mut [f32])) -> FlexTensor {
+        let mut x = owned_contiguous(x);
+        let n = x.layout().num_elements();
+        f(&mut x.storage_mut::<f32>()[..n]);
+        x
+    }
+
+    /// `grad` changed in place by `f(grad, y)`: a backward pass computed from the forward
+    /// output `y` (same shape).
+    pub(crate) fn grad_in_place(
+        grad: FlexTensor,
+        y: &FlexTensor,
+        f: impl FnOnce(&mut [f32], &[f32]),
+    ) -> FlexTensor {
+        map_in_place(grad, |g| with_values(y, |y| f(g, y)))
     }
 
     impl HostBuffers for Flex {
@@ -91,8 +115,11 @@ mod flex {
 }
 
 #[cfg(feature = "flex")]
-pub(crate) use flex::owned_contiguous;
+pub(crate) use flex::{grad_in_place, map_in_place};
 
+/// Needed for routing, not only for autodiff tensors: parameters read outside autodiff
+/// (`Tensor::inner`) still carry a disabled autodiff context, which the extension routes
+/// to the flex implementation only when `Autodiff` is listed.
 impl<B: Backend + HostBuffers, C: CheckpointStrategy> HostBuffers for Autodiff<B, C> {
     fn host_unshared(x: FloatTensor<Self>) -> FloatTensor<Self> {
         x

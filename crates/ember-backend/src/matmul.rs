@@ -190,7 +190,7 @@ pub fn matmul<const D: usize>(lhs: Tensor<D>, rhs: Tensor<D>) -> Tensor<D> {
     lhs.matmul(rhs)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "flex"))]
 mod tests {
     use super::*;
     use burn::tensor::{Device, TensorData};
@@ -214,7 +214,6 @@ mod tests {
             .collect()
     }
 
-    #[cfg(feature = "flex")]
     #[test]
     fn same_bits_as_burns_matmul_for_strided_and_batched_operands() {
         let d = Device::flex();
@@ -238,7 +237,6 @@ mod tests {
         assert_eq!(matmul(p.clone(), q.clone()).dims(), [4, 5, 2]);
     }
 
-    #[cfg(feature = "flex")]
     #[test]
     fn gradients_equal_burns() {
         let d = Device::flex().autodiff();
