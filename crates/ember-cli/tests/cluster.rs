@@ -2,8 +2,15 @@
 //! learns CartPole-v1 from the actors' transitions, with actors acting through central
 //! inference and with actors acting on published weights; the learner is killed with SIGKILL
 //! mid-run and started again on its folder (training stops at the first evaluation
-//! ≥ 475 within 100k transitions), the actors reconnect, training finishes, and
+//! ≥ 475 within 200k transitions), the actors reconnect, training finishes, and
 //! every acknowledged transition is in the learner's log exactly once.
+//!
+//! DQN's greedy CartPole policy swings between evaluations (docs/results.md), and which
+//! actor's transitions reach the learner first is up to the scheduler, so no seed fixes
+//! the run: in eight local runs, the first evaluation ≥ 475 came at 20k–55k
+//! transitions, and two CI runs of an earlier version (100k transitions, an evaluation
+//! every 5,000) ended without one. The budget is twice that with evaluations twice as
+//! often, and ε decays over the same 16k transitions as before (zoo's 0.16 of 100k).
 
 use ember_dist::TransitionLog;
 use std::path::{Path, PathBuf};
@@ -38,11 +45,13 @@ fn serve(dir: &Path, addr: &str) -> Child {
             "--seed",
             "1",
             "--eval-every",
-            "5000",
+            "2500",
             "--stop-reward",
             "475",
             "--steps",
-            "100000",
+            "200000",
+            "--set",
+            "dqn.exploration.fraction=0.08",
             "--checkpoint-secs",
             "0.5",
             "--json",
@@ -113,8 +122,8 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // The first checkpoint comes 0.5 s after the start, long before the 5,000 transitions
-    // of the first evaluation (the only one that could end training).
+    // The first checkpoint comes 0.5 s after the start, before the first evaluation (at
+    // 2,500 transitions, with ε still above 0.8, it cannot end training).
     std::thread::sleep(Duration::from_millis(300));
     learner.kill().unwrap();
     let _ = learner.wait_with_output().unwrap();
