@@ -36,7 +36,9 @@ pub trait HostRelu: Backend {
 mod flex {
     use super::{HostRelu, HostTanh};
     use crate::host::{grad_in_place, map_in_place};
-    use crate::kernels::{tanh_backward_in_place, tanh_in_place};
+    use crate::kernels::{
+        relu_backward_in_place, relu_in_place, tanh_backward_in_place, tanh_in_place,
+    };
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::backend::ops::{ActivationOps as _, FloatTensorOps as _};
@@ -61,18 +63,12 @@ mod flex {
         }
     }
 
-    /// `f(x)` of flex's `relu`: NaN propagates, as in PyTorch.
-    #[inline]
-    fn relu(x: f32) -> f32 {
-        if x.is_nan() || x > 0.0 { x } else { 0.0 }
-    }
-
     impl HostRelu for Flex {
         fn host_relu(x: FlexTensor) -> FlexTensor {
             if x.dtype() != DType::F32 {
                 return Flex::relu(x);
             }
-            map_in_place(x, |v| v.iter_mut().for_each(|v| *v = relu(*v)))
+            map_in_place(x, relu_in_place)
         }
 
         fn host_relu_backward(y: FlexTensor, grad: FlexTensor) -> FlexTensor {
@@ -80,13 +76,7 @@ mod flex {
             if y.dtype() != DType::F32 || grad.dtype() != DType::F32 || !same {
                 return Flex::relu_backward(y, grad);
             }
-            grad_in_place(grad, &y, |grad, y| {
-                // A select, not a branch: the signs are random, so a branch mispredicts
-                // half the time (it made this loop 20% of a SAC update).
-                for (g, &y) in grad.iter_mut().zip(y) {
-                    *g = if y.is_nan() || y > 0.0 { *g } else { 0.0 };
-                }
-            })
+            grad_in_place(grad, &y, relu_backward_in_place)
         }
     }
 }

@@ -104,7 +104,11 @@ mod flex {
                 && a.dtype() == DType::F32
                 && b.dtype() == DType::F32
             {
-                let out: Vec<f32> = va.iter().zip(vb).map(|(&x, &y)| x * ka + y * kb).collect();
+                let mut out: Vec<f32> = Vec::with_capacity(va.len());
+                let n = va.len();
+                crate::kernels::lerp_into(&mut out.spare_capacity_mut()[..n], va, vb, ka, kb);
+                // SAFETY: `lerp_into` wrote all `n` values.
+                unsafe { out.set_len(n) };
                 return FlexTensor::from_data(TensorData::new(out, a.layout().shape().clone()));
             }
             let a = Flex::float_mul_scalar(a, ka.into());
