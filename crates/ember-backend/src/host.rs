@@ -119,7 +119,7 @@ mod flex {
 }
 
 #[cfg(feature = "flex")]
-pub(crate) use flex::{grad_in_place, map_in_place};
+pub(crate) use flex::{grad_in_place, map_in_place, with_values};
 
 /// Needed for routing, not only for autodiff tensors: parameters read outside autodiff
 /// (`Tensor::inner`) still carry a disabled autodiff context, which the extension routes

@@ -123,6 +123,27 @@ multiversion! {
 }
 
 multiversion! {
+    /// `x ← max(x + b, 0)` for every row of `x` (`b`'s length long): a hidden layer's bias
+    /// and ReLU on its product, as `+` and then [`relu_f32`].
+    ///
+    /// # Panics
+    /// If `b` is empty or `x`'s length is not a multiple of it.
+    pub fn bias_relu_rows(x: &mut [f32], b: &[f32]) {
+        assert!(
+            !b.is_empty() && x.len().is_multiple_of(b.len()),
+            "bias_relu_rows: rows of {} values, bias of {}",
+            x.len(),
+            b.len()
+        );
+        for row in x.chunks_exact_mut(b.len()) {
+            for (v, &c) in row.iter_mut().zip(b) {
+                *v = relu_f32(*v + c);
+            }
+        }
+    }
+}
+
+multiversion! {
     /// `grad ← grad` where `y > 0` (or NaN), 0 elsewhere: the gradient through
     /// `y = relu(x)`, from its output. A select, not a branch: the signs are random, so a
     /// branch mispredicts half the time (it made this loop 20% of a SAC update).
@@ -239,6 +260,12 @@ mod tests {
                 0.0
             };
             assert_eq!(*g, want, "y = {y}");
+        }
+        let bias: Vec<f32> = (0..7).map(|i| i as f32 * 0.3 - 1.0).collect();
+        let mut rows = xs[..1036].to_vec();
+        bias_relu_rows(&mut rows, &bias);
+        for (i, (v, x)) in rows.iter().zip(&xs).enumerate() {
+            assert_eq!(v.to_bits(), relu_f32(x + bias[i % 7]).to_bits(), "x = {x}");
         }
         let mut out = vec![MaybeUninit::new(0.0f32); xs.len()];
         lerp_into(&mut out, &xs, &g, 0.995, 0.005);

@@ -16,7 +16,8 @@
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
 //! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output.
 //! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
-//! - [`relu`]: a differentiable ReLU working in place on flex.
+//! - [`relu`]: a differentiable ReLU working in place on flex; [`bias_relu`]: a hidden
+//!   layer's bias and ReLU in one pass.
 //! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
@@ -37,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod activation;
+mod bias;
 mod checked;
 mod host;
 pub mod kernels;
@@ -46,6 +48,7 @@ mod threads;
 mod transfer;
 
 pub use activation::{HostRelu, HostTanh, relu, tanh};
+pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
 pub use host::{HostBuffers, lerp, unshared};

@@ -137,6 +137,29 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     }
 }
 
+/// A hidden layer: `activation(norm(x · W + b))`, the bias and a ReLU in one pass over the
+/// product when there is no norm ([`ember_backend::bias_relu`]).
+fn hidden(
+    layer: &Linear,
+    x: Tensor<2>,
+    norm: Option<&LayerNorm>,
+    activation: Activation,
+) -> Tensor<2> {
+    match (&layer.bias, norm, activation) {
+        (Some(b), None, Activation::Relu) => ember_backend::bias_relu(
+            ember_backend::matmul(x, layer.weight.val()),
+            b.val().unsqueeze::<2>(),
+        ),
+        _ => {
+            let x = linear(layer, x);
+            activation.apply(match norm {
+                Some(norm) => norm.forward(x),
+                None => x,
+            })
+        }
+    }
+}
+
 /// Linear layers with a nonlinearity between them (none after the last).
 #[derive(Module, Debug)]
 pub struct Mlp {
@@ -170,11 +193,7 @@ impl Mlp {
         let last = self.layers.len() - 1;
         let mut x = x;
         for (i, layer) in self.layers[..last].iter().enumerate() {
-            x = linear(layer, x);
-            if let Some(norm) = self.norms.get(i) {
-                x = norm.forward(x);
-            }
-            x = self.activation.apply(x);
+            x = hidden(layer, x, self.norms.get(i), self.activation);
         }
         let out = linear(&self.layers[last], x.clone());
         (x, out)
@@ -184,15 +203,9 @@ impl Mlp {
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let last = self.layers.len() - 1;
         let mut x = x;
-        for (i, layer) in self.layers.iter().enumerate() {
-            x = linear(layer, x);
-            if i < last {
-                if let Some(norm) = self.norms.get(i) {
-                    x = norm.forward(x);
-                }
-                x = self.activation.apply(x);
-            }
+        for (i, layer) in self.layers[..last].iter().enumerate() {
+            x = hidden(layer, x, self.norms.get(i), self.activation);
         }
-        x
+        linear(&self.layers[last], x)
     }
 }
