@@ -65,7 +65,7 @@ fn gradients_are_burns() {
             // The output used twice, as a layer's features can be.
             let loss = (h.clone() * probe.clone()).sum() + h.sum();
             let g = loss.backward();
-            let gb = b.grad(&g).map(|t| bits(t));
+            let gb = b.grad(&g).map(bits);
             (bits(x.grad(&g).unwrap()), bits(w.grad(&g).unwrap()), gb)
         };
         for bias_grad in [true, false] {
