@@ -155,68 +155,40 @@ impl HostAdam {
         let epsilon = self.epsilon * bias_correction2_sqrt;
         let betas = [self.beta_1, self.beta_2];
         let factors = [step_factor, epsilon, lr];
-        if state.time == 1 {
-            // On the first step burn starts the moments from the gradient alone.
-            adam_first_step(
-                param,
-                grad,
-                &mut state.moment_1,
-                &mut state.moment_2,
-                betas,
-                factors,
-            );
-        } else {
-            adam_step(
-                param,
-                grad,
-                &mut state.moment_1,
-                &mut state.moment_2,
-                betas,
-                factors,
-            );
-        }
+        let first = state.time == 1;
+        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
+        adam_loop(param, grad, m, v, betas, factors, first);
     }
 }
 
 ember_backend::multiversion! {
-    /// Adam's loop from zero moments: `m = g·(1 − β₁)`, `v = g²·(1 − β₂)`, then the step
-    /// (`factors`: step factor, ε, learning rate), vectorised at the CPU's widest.
-    fn adam_first_step(
+    /// Adam's loop, vectorised at the CPU's widest: `m = m·β₁ + g·(1 − β₁)`,
+    /// `v = v·β₂ + g²·(1 − β₂)` (on the `first` step burn starts them from the gradient
+    /// alone), then the step (`factors`: step factor, ε, learning rate).
+    fn adam_loop(
         param: &mut [f32],
         grad: &[f32],
         m: &mut [f32],
         v: &mut [f32],
         betas: [f32; 2],
-        factors: [f32; 3]
-    ) {
-        let (f1, f2) = (1.0 - betas[0], 1.0 - betas[1]);
-        let [step_factor, epsilon, lr] = factors;
-        for (((p, &g), m), v) in param.iter_mut().zip(grad).zip(m).zip(v) {
-            *m = g * f1;
-            *v = (g * g) * f2;
-            *p -= (*m * step_factor / (v.sqrt() + epsilon)) * lr;
-        }
-    }
-}
-
-ember_backend::multiversion! {
-    /// Adam's loop: `m = m·β₁ + g·(1 − β₁)`, `v = v·β₂ + g²·(1 − β₂)`, then the step
-    /// (`factors`: step factor, ε, learning rate), vectorised at the CPU's widest.
-    fn adam_step(
-        param: &mut [f32],
-        grad: &[f32],
-        m: &mut [f32],
-        v: &mut [f32],
-        betas: [f32; 2],
-        factors: [f32; 3]
+        factors: [f32; 3],
+        first: bool
     ) {
         let [b1, b2] = betas;
         let (f1, f2) = (1.0 - b1, 1.0 - b2);
         let [step_factor, epsilon, lr] = factors;
-        for (((p, &g), m), v) in param.iter_mut().zip(grad).zip(m).zip(v) {
-            *m = *m * b1 + g * f1;
-            *v = *v * b2 + (g * g) * f2;
-            *p -= (*m * step_factor / (v.sqrt() + epsilon)) * lr;
+        let step = |p: &mut f32, m: f32, v: f32| *p -= (m * step_factor / (v.sqrt() + epsilon)) * lr;
+        let all = param.iter_mut().zip(grad).zip(m).zip(v);
+        if first {
+            for (((p, &g), m), v) in all {
+                (*m, *v) = (g * f1, (g * g) * f2);
+                step(p, *m, *v);
+            }
+        } else {
+            for (((p, &g), m), v) in all {
+                (*m, *v) = (*m * b1 + g * f1, *v * b2 + (g * g) * f2);
+                step(p, *m, *v);
+            }
         }
     }
 }
