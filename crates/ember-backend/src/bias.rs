@@ -17,7 +17,7 @@ use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::{Autodiff, Backend, backend_extension, tensor::FloatTensor};
-use burn::tensor::Tensor;
+use burn::tensor::{Shape, Tensor};
 
 /// `relu(y + b)` with the bias broadcast over the rows; implemented for flex and autodiff
 /// over it.
@@ -74,8 +74,8 @@ impl<B: Backend + HostBiasRelu + HostRelu, C: CheckpointStrategy> HostBiasRelu f
         struct BiasReluBackward;
 
         impl<B: Backend + HostRelu> Backward<B, 2> for BiasReluBackward {
-            /// The output, and the row dimension the bias was broadcast over.
-            type State = (FloatTensor<B>, usize);
+            /// The output, and the shapes of the product and of the bias.
+            type State = (FloatTensor<B>, Shape, Shape);
 
             fn backward(
                 self,
@@ -83,21 +83,21 @@ impl<B: Backend + HostBiasRelu + HostRelu, C: CheckpointStrategy> HostBiasRelu f
                 grads: &mut Gradients,
                 _checkpointer: &mut Checkpointer,
             ) {
-                let (out, row_dim) = ops.state;
-                // relu's backward, then add's: the product gets the masked gradient, the
-                // bias its sum over the rows (burn's reduction of a broadcast operand).
+                let (out, y_shape, b_shape) = ops.state;
+                // relu's backward, then add's: each operand gets the masked gradient summed
+                // over the dimensions it was broadcast along (the bias: the rows).
                 let grad = B::host_relu_backward(out, grads.consume::<B>(&ops.node));
                 let [product, bias] = ops.parents;
                 if let Some(node) = bias {
-                    grads.register::<B>(node.id, B::float_sum_dim(grad.clone(), row_dim));
+                    grads.register::<B>(node.id, reduce_to::<B>(grad.clone(), &b_shape));
                 }
                 if let Some(node) = product {
-                    grads.register::<B>(node.id, grad);
+                    grads.register::<B>(node.id, reduce_to::<B>(grad, &y_shape));
                 }
             }
         }
 
-        let row_dim = y.shape().num_dims().saturating_sub(2);
+        let shapes = (y.shape(), b.shape());
         let nodes = [y.node(), b.node()];
         let (y, b) = (y.into_primitive(), b.into_primitive());
         match BiasReluBackward
@@ -107,10 +107,25 @@ impl<B: Backend + HostBiasRelu + HostRelu, C: CheckpointStrategy> HostBiasRelu f
         {
             OpsKind::Tracked(prep) => {
                 let out = B::host_bias_relu(y, b);
-                prep.finish((out.clone(), row_dim), out)
+                prep.finish((out.clone(), shapes.0, shapes.1), out)
             }
             OpsKind::UnTracked(prep) => prep.finish(B::host_bias_relu(y, b)),
         }
+    }
+}
+
+/// `grad` summed over the dimensions where `shape` is 1 and `grad` is not (those an operand
+/// of shape `shape` was broadcast along), as burn's autodiff reduces a broadcast operand's
+/// gradient: one `sum_dim`, or one `sum_dims` for several.
+fn reduce_to<B: Backend>(grad: FloatTensor<B>, shape: &Shape) -> FloatTensor<B> {
+    let grad_shape = grad.shape();
+    let dims: Vec<usize> = (0..grad_shape.num_dims())
+        .filter(|&i| grad_shape[i] != shape[i])
+        .collect();
+    match dims.as_slice() {
+        [] => grad,
+        [dim] => B::float_sum_dim(grad, *dim),
+        dims => B::float_sum_dims(grad, dims),
     }
 }
 

@@ -75,3 +75,35 @@ fn gradients_are_burns() {
         }
     }
 }
+
+#[test]
+fn other_broadcasts_take_burns_ops_and_get_gradients_of_their_shapes() {
+    for device in devices() {
+        let device = device.autodiff();
+        let dist = Distribution::Normal(0.0, 1.0);
+        // (product, bias): a full-size bias, a row-vector product, a bias broadcast over
+        // the ensemble dimension too.
+        let cases: [([usize; 3], [usize; 3]); 3] = [
+            ([2, 7, 5], [2, 7, 5]),
+            ([2, 1, 5], [2, 7, 5]),
+            ([2, 7, 5], [1, 1, 5]),
+        ];
+        for (ys, bs) in cases {
+            let y0 = Tensor::<3>::random(ys, dist, &device);
+            let b0 = Tensor::<3>::random(bs, dist, &device);
+            let grads = |ours: bool| {
+                let (y, b) = (y0.clone().require_grad(), b0.clone().require_grad());
+                let h = if ours {
+                    ember_backend::bias_relu(y.clone(), b.clone())
+                } else {
+                    reference(y.clone(), b.clone())
+                };
+                let g = (h.clone() * h).sum().backward();
+                let (gy, gb) = (y.grad(&g).unwrap(), b.grad(&g).unwrap());
+                assert_eq!((gy.dims(), gb.dims()), (ys, bs));
+                (bits(gy), bits(gb))
+            };
+            assert_eq!(grads(true), grads(false), "product {ys:?}, bias {bs:?}");
+        }
+    }
+}
