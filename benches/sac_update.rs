@@ -82,7 +82,8 @@ fn sac_update(c: &mut Criterion) {
 /// One 256×256×256 product on one thread through `ember_backend::matmul` on flex: the
 /// GEMM rate a SAC update's layers can reach here (`nn`), and with a transposed operand as
 /// the backward pass multiplies (`tn`: weight gradients, `nt`: input gradients). 33.5 MFLOP
-/// per call.
+/// per call. Then the thin products of a Pendulum SAC update on a 256-row batch (`thin_…`):
+/// first and last layers forward, their weight and input gradients.
 fn gemm_256(c: &mut Criterion) {
     use burn::tensor::{Tensor, TensorData};
     let mut g = c.benchmark_group("gemm_flex");
@@ -102,7 +103,20 @@ fn gemm_256(c: &mut Criterion) {
         ("tn_256", a.clone().transpose(), b.clone()),
         ("nt_256", a.clone(), b.clone().transpose()),
     ];
-    for (id, x, y) in cases {
+    let mut t = |r: usize, c: usize| {
+        Tensor::<2>::from_data(TensorData::new(host(r, c, &mut rng), [r, c]), &device)
+    };
+    let thin = [
+        // Actor's first layer (3 observations), its output layer (mean and log-std).
+        ("thin_fwd_256x3x256", t(256, 3), t(3, 256)),
+        ("thin_fwd_256x256x2", a.clone(), t(256, 2)),
+        // The output layer's input gradient (dY · Wᵀ, 2 terms) and weight gradient.
+        ("thin_dx_256x2x256", t(256, 2), t(256, 2).transpose()),
+        ("thin_dw_256x256x2", a.clone().transpose(), t(256, 2)),
+        // The critic's input gradient at its first layer (4 inputs), as the actor loss needs.
+        ("thin_dx_256x256x4", a.clone(), t(4, 256).transpose()),
+    ];
+    for (id, x, y) in cases.into_iter().chain(thin) {
         g.bench_function(id, |bench| {
             bench.iter(|| ember::backend::matmul(x.clone(), y.clone()))
         });

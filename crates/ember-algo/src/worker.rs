@@ -61,7 +61,7 @@ fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
 
 /// The next message of `rx`: spins for up to [`spin_budget`], then blocks. `None` when the
 /// sending side is gone.
-fn receive<T>(rx: &Receiver<T>) -> Option<T> {
+pub(crate) fn receive<T>(rx: &Receiver<T>) -> Option<T> {
     let mut got = None;
     let mut gone = false;
     spin_until(|| match rx.try_recv() {

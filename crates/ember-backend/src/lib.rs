@@ -44,6 +44,8 @@ mod host;
 pub mod kernels;
 mod matmul;
 mod spec;
+#[cfg(feature = "flex")]
+mod thin;
 mod threads;
 mod transfer;
 

@@ -26,6 +26,7 @@ pub trait HostMatmul: Backend {
 #[cfg(feature = "flex")]
 mod flex {
     use super::HostMatmul;
+    use crate::thin::{View, thin_product};
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::backend::ops::FloatTensorOps as _;
@@ -38,6 +39,19 @@ mod flex {
         batch: isize,
         row: isize,
         col: isize,
+    }
+
+    impl Operand {
+        /// Batch entry `i` of it as a [`View`] of `data`, when no stride is negative.
+        fn view(self, data: &[f32], i: isize) -> Option<View<'_>> {
+            let u = |v: isize| usize::try_from(v).ok();
+            Some(View {
+                data,
+                offset: u(self.offset + i * self.batch)?,
+                rs: u(self.row)?,
+                cs: u(self.col)?,
+            })
+        }
     }
 
     fn operand(t: &FlexTensor) -> Operand {
@@ -76,17 +90,24 @@ mod flex {
             let (ls, rs) = (lhs.storage::<f32>(), rhs.storage::<f32>());
             let len = batch * m * n;
             let mut out: Vec<f32> = Vec::with_capacity(len);
-            let dst = out.spare_capacity_mut().as_mut_ptr().cast::<f32>();
             for i in 0..batch as isize {
+                let entry = &mut out.spare_capacity_mut()[i as usize * m * n..][..m * n];
+                if let (Some(a), Some(b)) = (l.view(ls, i), r.view(rs, i))
+                    && thin_product(m, n, k, a, b, entry)
+                {
+                    continue;
+                }
+                let dst = entry.as_mut_ptr().cast::<f32>();
                 // SAFETY: every offset stays inside its operand's buffer (flex's layout
                 // describes it); with `read_dst` false and m, n, k > 0 gemm writes all
-                // m·n outputs of each batch entry before `set_len` below.
+                // m·n outputs of this batch entry (`thin_product` wrote the others)
+                // before `set_len` below.
                 unsafe {
                     gemm::gemm(
                         m,
                         n,
                         k,
-                        dst.offset(i * (m * n) as isize),
+                        dst,
                         1,
                         n as isize,
                         false,
@@ -237,14 +258,58 @@ mod tests {
         assert_eq!(matmul(p.clone(), q.clone()).dims(), [4, 5, 2]);
     }
 
+    fn close<const D: usize>(ours: Tensor<D>, burns: Tensor<D>) {
+        assert_eq!(ours.dims(), burns.dims());
+        let (a, b) = (ours.into_data(), burns.into_data());
+        let (a, b) = (
+            a.try_to_vec::<f32>().unwrap(),
+            b.try_to_vec::<f32>().unwrap(),
+        );
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn thin_products_and_their_gradients_agree_with_burns() {
+        // A small network's layers: few inputs, one or two outputs, and the ensemble's
+        // batched form; the backward passes give the other thin shapes.
+        let d = Device::flex().autodiff();
+        for (xs, ws) in [
+            ([1, 256, 3], [1, 3, 256]),
+            ([1, 256, 256], [1, 256, 2]),
+            ([2, 256, 256], [2, 256, 1]),
+            ([2, 64, 4], [2, 4, 256]),
+            ([1, 1, 256], [1, 256, 6]),
+        ] {
+            let run = |ours: bool| {
+                let x = filled(xs, 14, &d).require_grad();
+                let w = filled(ws, 15, &d).require_grad();
+                let y = if ours {
+                    matmul(x.clone(), w.clone())
+                } else {
+                    x.clone().matmul(w.clone())
+                };
+                let c = filled(y.dims(), 16, &d);
+                let g = (y.clone() * c).sum().backward();
+                (y.inner(), x.grad(&g).unwrap(), w.grad(&g).unwrap())
+            };
+            let (ours, burns) = (run(true), run(false));
+            close(ours.0, burns.0);
+            close(ours.1, burns.1);
+            close(ours.2, burns.2);
+        }
+    }
+
     #[test]
     fn gradients_equal_burns() {
         let d = Device::flex().autodiff();
         let grads_of = |ours: bool| {
-            let x = filled([1, 16, 7], 9, &d).require_grad();
-            let w = filled([3, 7, 5], 10, &d).require_grad();
-            let c = filled([3, 16, 5], 11, &d);
-            let xe = x.clone().expand([3, 16, 7]);
+            // No side thin enough for `thin_product`: the GEMM library computes all three.
+            let x = filled([1, 16, 9], 9, &d).require_grad();
+            let w = filled([3, 9, 11], 10, &d).require_grad();
+            let c = filled([3, 16, 11], 11, &d);
+            let xe = x.clone().expand([3, 16, 9]);
             let y = if ours {
                 matmul(xe, w.clone())
             } else {
@@ -255,8 +320,8 @@ mod tests {
         };
         assert_eq!(grads_of(true), grads_of(false));
         // Only one side tracked.
-        let x = filled([8, 4], 12, &d);
-        let w = filled([4, 3], 13, &d).require_grad();
+        let x = filled([8, 12], 12, &d);
+        let w = filled([12, 10], 13, &d).require_grad();
         let g = matmul(x.clone(), w.clone()).sum().backward();
         let g2 = x.matmul(w.clone()).sum().backward();
         assert_eq!(bits(w.grad(&g).unwrap()), bits(w.grad(&g2).unwrap()));

@@ -1,7 +1,9 @@
 //! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
-use super::update::{ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs};
+use super::update::{
+    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextActions,
+};
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
@@ -174,7 +176,7 @@ impl Sac {
     /// Runs both halves on the configured schedule.
     fn run_halves(
         &mut self,
-        job: CriticJob,
+        mut job: CriticJob,
         x: &Inputs,
         step: u64,
     ) -> Result<(CriticDone, ActorDone)> {
@@ -211,7 +213,15 @@ impl Sac {
                     self.worker = Some(Worker::spawn("ember-sac-critic")?);
                 }
                 let worker = self.worker.as_ref().expect("started above");
+                let hand_off = job.hand_off_next_actions();
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
+                if let Some((actor, to_critic)) = hand_off {
+                    // The critic half starts with its forward pass and needs these after.
+                    let next = actor.sample(x.next_obs.clone(), x.noise_next.clone());
+                    // A send fails only if the critic half has already stopped (a
+                    // panic), which its result reports.
+                    let _ = to_critic.send(next);
+                }
                 let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| {
                     actor_arrival.both_ok(ok)
                 });
@@ -331,7 +341,7 @@ impl OffPolicyLearner for Sac {
             critic: self.critic.clone(),
             target: self.target.clone(),
             optim: self.critic_optim.clone(),
-            actor: self.actor.valid(),
+            next: NextActions::Sample(self.actor.valid()),
             x: x.clone(),
             lr: self.config.learning_rate,
             alpha: self.alpha,

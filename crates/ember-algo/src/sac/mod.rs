@@ -17,7 +17,9 @@
 //! - then the targets move: `Q̄ ← (1 − τ) Q̄ + τ Q`.
 //!
 //! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
-//! step on one thread and the actor + temperature step on another. The noise of both is
+//! step on one thread and the actor + temperature step on another; the actor thread first
+//! samples the soft target's next actions `a'` and hands them over while the critic thread
+//! runs the critic's forward pass (the critic half holds more of the work). The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
 //! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked
 //! before any parameter changes: a NaN or infinite loss returns

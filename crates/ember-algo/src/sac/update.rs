@@ -6,13 +6,14 @@
 use crate::optimizer::step_in_place;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
-use ember_core::Result;
+use ember_core::{Error, Result};
 use ember_loss::{
     checked_loss, ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted,
     sac_target, sac_target_discounted, sac_temperature_loss,
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// One update's inputs, on the devices where they are used.
@@ -31,14 +32,23 @@ pub(super) struct Inputs {
     pub noise_pi: Tensor<2>,
 }
 
+/// Where the critic half gets the soft target's next actions `a' ~ π(·|s')` and their
+/// log-probabilities.
+pub(super) enum NextActions {
+    /// It samples them itself, with the actor from before this update (no autodiff).
+    Sample(GaussianTanhPolicy),
+    /// The other thread samples them while this half runs the critic's forward pass (the
+    /// critic half holds more of an update's work than the actor half).
+    Receive(Receiver<(Tensor<2>, Tensor<2>)>),
+}
+
 /// The critic half of an update, owning what it reads so that it can run on the worker
 /// thread: soft target, critic loss and gradients, critic step, Polyak targets.
 pub(super) struct CriticJob {
     pub critic: CriticEnsemble,
     pub target: CriticEnsemble,
     pub optim: Arc<Mutex<ModuleOptimizer>>,
-    /// The actor from before this update, without autodiff (for `a' ~ π(·|s')`).
-    pub actor: GaussianTanhPolicy,
+    pub next: NextActions,
     pub x: Inputs,
     pub lr: f64,
     pub alpha: f64,
@@ -57,12 +67,39 @@ pub(super) struct CriticDone {
 }
 
 impl CriticJob {
-    /// The soft TD target (no graph is built), the critic loss, its gradients and the TD
-    /// errors.
+    /// Makes this half receive its next actions: returns the actor to sample them with
+    /// (on the caller's thread) and where to send them, or `None` if it already receives.
+    pub(super) fn hand_off_next_actions(
+        &mut self,
+    ) -> Option<(GaussianTanhPolicy, Sender<(Tensor<2>, Tensor<2>)>)> {
+        let (tx, rx) = channel();
+        match std::mem::replace(&mut self.next, NextActions::Receive(rx)) {
+            NextActions::Sample(actor) => Some((actor, tx)),
+            receiving => {
+                self.next = receiving;
+                None
+            }
+        }
+    }
+
+    /// The critic's forward pass, the soft TD target (no graph is built), the critic
+    /// loss, its gradients and the TD errors.
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
-        let (next_action, next_log_prob) =
-            self.actor.sample(x.next_obs.clone(), x.noise_next.clone());
+        let q = self.critic.forward(x.obs.clone(), x.action.clone());
+        let (next_action, next_log_prob) = match &self.next {
+            NextActions::Sample(actor) => actor.sample(x.next_obs.clone(), x.noise_next.clone()),
+            NextActions::Receive(rx) => match crate::worker::receive(rx) {
+                Some(next) => next,
+                None => {
+                    let e = Error::panicked(
+                        format!("SAC update {}", self.step),
+                        &"the actor half stopped before sampling the next actions",
+                    );
+                    return (Err(e), GradientsParams::new(), Vec::new());
+                }
+            },
+        };
         let next_q = self.target.min_q(x.next_obs.clone(), next_action);
         let (r, d) = (x.reward.clone(), x.terminated.clone());
         let y = match &x.discount {
@@ -72,7 +109,6 @@ impl CriticJob {
             }
         };
         let y = Tensor::from_inner(y);
-        let q = self.critic.forward(x.obs.clone(), x.action.clone());
         let td_errors = crate::tensors::host(ensemble_td_errors(q.clone(), y.clone()));
         let loss = match &x.weights {
             None => sac_critic_loss(q, y),
