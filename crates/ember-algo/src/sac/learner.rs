@@ -1,6 +1,7 @@
 //! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
+use super::balance::NextActionsPlacement;
 use super::update::{
     ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextActions,
 };
@@ -29,6 +30,7 @@ use ember_nn::{
 };
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// A SAC learner and agent, built by [`SacConfig::build`]. Learns on `devices.learn`
 /// (with autodiff), acts on `devices.act` through an inference copy refreshed every
@@ -58,6 +60,8 @@ pub struct Sac {
     sde: SdeSchedule,
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
+    /// Which thread samples the next actions under [`UpdateSchedule::Parallel`].
+    placement: NextActionsPlacement,
     progress: Progress,
 }
 
@@ -120,6 +124,7 @@ impl Sac {
             frozen,
             sde: SdeSchedule::new(config.sde_sample_freq),
             worker: None,
+            placement: NextActionsPlacement::default(),
             progress: Progress::default(),
             learn,
             plain,
@@ -213,7 +218,9 @@ impl Sac {
                     self.worker = Some(Worker::spawn("ember-sac-critic")?);
                 }
                 let worker = self.worker.as_ref().expect("started above");
-                let hand_off = job.hand_off_next_actions();
+                let started = Instant::now();
+                let handing_off = self.placement.hand_off();
+                let hand_off = handing_off.then(|| job.hand_off_next_actions()).flatten();
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
                 if let Some((actor, to_critic)) = hand_off {
                     // The critic half starts with its forward pass and needs these after.
@@ -226,10 +233,9 @@ impl Sac {
                     actor_arrival.both_ok(ok)
                 });
                 drop(actor_arrival);
-                (
-                    critic.wait(&format!("SAC critic half of update {step}"))?,
-                    actor,
-                )
+                let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
+                self.placement.record(handing_off, started.elapsed());
+                (critic, actor)
             }
         })
     }

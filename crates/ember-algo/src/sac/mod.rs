@@ -2,7 +2,8 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update and the gate between them), `learner` (the [`Sac`]
+//! (the two halves of one update and the gate between them), `balance` (which thread
+//! samples the next actions), `learner` (the [`Sac`]
 //! learner: state, acting, checkpoints, the trait glue).
 //!
 //! ## Update semantics
@@ -17,14 +18,17 @@
 //! - then the targets move: `Q̄ ← (1 − τ) Q̄ + τ Q`.
 //!
 //! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
-//! step on one thread and the actor + temperature step on another; the actor thread first
-//! samples the soft target's next actions `a'` and hands them over while the critic thread
-//! runs the critic's forward pass (the critic half holds more of the work). The noise of both is
+//! step on one thread and the actor + temperature step on another. The actor thread may
+//! first sample the soft target's next actions `a'` and hand them over while the critic
+//! thread runs the critic's forward pass (the critic half holds more of the work): the
+//! learner times both placements over its first updates and keeps the faster (`balance`).
+//! The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
 //! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked
 //! before any parameter changes: a NaN or infinite loss returns
 //! [`ember_core::Error::Diverged`] and leaves the learner as it was.
 
+mod balance;
 mod config;
 mod learner;
 mod update;
