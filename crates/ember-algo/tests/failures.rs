@@ -159,6 +159,37 @@ fn sac_survives_every_failure_on_both_schedules() {
     }
 }
 
+/// Greedy actions of `s` for a few observations (through its acting copy).
+fn greedy_bits(s: &mut Sac) -> Vec<u32> {
+    let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
+    let mut out = ActionBuf::for_space(&act);
+    let obs: Vec<f32> = (0..2 * OBS).map(|i| i as f32 / 7.0 - 0.5).collect();
+    s.act(&obs, false, &mut out).unwrap();
+    out.continuous_mut("test")
+        .unwrap()
+        .iter()
+        .map(|a| a.to_bits())
+        .collect()
+}
+
+#[test]
+fn sac_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
+    // The parallel schedule refreshes the acting copy while the critic half is still
+    // stepping: a failure there must put it back.
+    let _serial = common::serial();
+    let mut s = sac(UpdateSchedule::Parallel);
+    let mut rng = EmberRng::seed_from(4);
+    let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
+    s.update(&good(&mut rng), 0).unwrap();
+    let before = greedy_bits(&mut s);
+    faults::arm("sac.critic_step");
+    let r = ember_core::Error::catch(|| "update".into(), || s.update(&good(&mut rng), 1));
+    assert!(r.is_err());
+    assert_eq!(greedy_bits(&mut s), before, "acting after a failed update");
+    s.update(&good(&mut rng), 2).unwrap();
+    assert_ne!(greedy_bits(&mut s), before, "acting after a good update");
+}
+
 #[test]
 fn dqn_survives_every_failure() {
     let _serial = common::serial();

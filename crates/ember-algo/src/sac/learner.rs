@@ -62,6 +62,10 @@ pub struct Sac {
     worker: Option<Worker>,
     /// Which thread samples the next actions under [`UpdateSchedule::Parallel`].
     placement: NextActionsPlacement,
+    /// The acting copy (module, updates since its refresh) from before the parallel
+    /// schedule refreshed it while the critic half was still stepping; taken when the
+    /// update commits, restored when it fails.
+    acting_undo: Option<(GaussianTanhPolicy, u64)>,
     progress: Progress,
 }
 
@@ -125,6 +129,7 @@ impl Sac {
             sde: SdeSchedule::new(config.sde_sample_freq),
             worker: None,
             placement: NextActionsPlacement::default(),
+            acting_undo: None,
             progress: Progress::default(),
             learn,
             plain,
@@ -233,6 +238,14 @@ impl Sac {
                     actor_arrival.both_ok(ok)
                 });
                 drop(actor_arrival);
+                // While the critic half steps (the longer one), bring the acting copy up
+                // to the stepped actor; `update` undoes it if the update fails.
+                if let Some(stepped) = &actor.actor {
+                    self.acting_undo = Some((self.acting.module().clone(), self.acting.since()));
+                    if self.acting.after_update(stepped) {
+                        self.refresh_frozen()?;
+                    }
+                }
                 let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
                 self.placement.record(handing_off, started.elapsed());
                 (critic, actor)
@@ -276,6 +289,15 @@ fn frozen_copy(
 }
 
 impl Sac {
+    /// Puts the acting copy back as it was before a failed update refreshed it early.
+    fn undo_acting(&mut self) {
+        if let Some((module, since)) = self.acting_undo.take() {
+            self.acting.restore(module, since);
+            // The frozen form held these weights a moment ago: the same shapes load.
+            let _ = self.refresh_frozen();
+        }
+    }
+
     /// Copies the acting copy's weights into the frozen fast path (if there is one).
     fn refresh_frozen(&mut self) -> Result<()> {
         match &mut self.frozen {
@@ -355,16 +377,30 @@ impl OffPolicyLearner for Sac {
             tau: self.config.tau,
             step,
         };
-        let (critic, actor) = self.run_halves(job, &x, step)?;
-        let critic_loss = critic.loss?;
-        let actor_loss = actor.actor_loss?;
-        let alpha_loss = actor.alpha_loss.transpose()?;
-        let new_actor = actor.actor.ok_or_else(|| {
-            Error::panicked(
+        let done = self
+            .run_halves(job, &x, step)
+            .and_then(|(mut critic, mut actor)| {
+                let losses = (
+                    std::mem::replace(&mut critic.loss, Ok(0.0))?,
+                    std::mem::replace(&mut actor.actor_loss, Ok(0.0))?,
+                    actor.alpha_loss.take().transpose()?,
+                );
+                Ok((critic, actor, losses))
+            });
+        let (critic, actor, (critic_loss, actor_loss, alpha_loss)) = match done {
+            Ok(done) => done,
+            Err(e) => {
+                self.undo_acting();
+                return Err(e);
+            }
+        };
+        let Some(new_actor) = actor.actor else {
+            self.undo_acting();
+            return Err(Error::panicked(
                 format!("SAC update {step}"),
                 &"the actor step did not run although both losses were finite",
-            )
-        })?;
+            ));
+        };
         // Everything succeeded: commit.
         self.critic = critic.critic;
         self.target = critic.target;
@@ -375,7 +411,8 @@ impl OffPolicyLearner for Sac {
         }
         self.noise_rng = rng;
         self.sde.updated();
-        if self.acting.after_update(&self.actor) {
+        let refreshed_early = self.acting_undo.take().is_some();
+        if !refreshed_early && self.acting.after_update(&self.actor) {
             self.refresh_frozen()?;
         }
         let mut m = Metrics::default();
