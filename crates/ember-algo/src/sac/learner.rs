@@ -3,7 +3,7 @@
 
 use super::balance::NextActionsPlacement;
 use super::update::{
-    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextActions,
+    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextActions, sample_rows,
 };
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
@@ -224,12 +224,13 @@ impl Sac {
                 }
                 let worker = self.worker.as_ref().expect("started above");
                 let started = Instant::now();
-                let handing_off = self.placement.hand_off();
-                let hand_off = handing_off.then(|| job.hand_off_next_actions()).flatten();
+                let choice = self.placement.choice();
+                let rows = NextActionsPlacement::rows(choice, x.next_obs.dims()[0]);
+                let hand_off = job.hand_off_next_actions(rows);
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
                 if let Some((actor, to_critic)) = hand_off {
                     // The critic half starts with its forward pass and needs these after.
-                    let next = actor.sample(x.next_obs.clone(), x.noise_next.clone());
+                    let next = sample_rows(&actor, x, 0, rows);
                     // A send fails only if the critic half has already stopped (a
                     // panic), which its result reports.
                     let _ = to_critic.send(next);
@@ -247,7 +248,7 @@ impl Sac {
                     }
                 }
                 let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
-                self.placement.record(handing_off, started.elapsed());
+                self.placement.record(choice, started.elapsed());
                 (critic, actor)
             }
         })
@@ -369,7 +370,10 @@ impl OffPolicyLearner for Sac {
             critic: self.critic.clone(),
             target: self.target.clone(),
             optim: self.critic_optim.clone(),
-            next: NextActions::Sample(self.actor.valid()),
+            next: NextActions {
+                actor: self.actor.valid(),
+                handed: None,
+            },
             x: x.clone(),
             lr: self.config.learning_rate,
             alpha: self.alpha,

@@ -19,9 +19,10 @@
 //!
 //! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
 //! step on one thread and the actor + temperature step on another. The actor thread may
-//! first sample the soft target's next actions `a'` and hand them over while the critic
-//! thread runs the critic's forward pass (the critic half holds more of the work): the
-//! learner times both placements over its first updates and keeps the faster (`balance`).
+//! first sample half or all of the soft target's next actions `a'` and hand them over
+//! while the critic thread runs the critic's forward pass (the critic half holds more of
+//! the work): the learner times the placements over its first updates and keeps the
+//! fastest (`balance`).
 //! The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
 //! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked

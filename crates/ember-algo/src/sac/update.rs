@@ -34,12 +34,33 @@ pub(super) struct Inputs {
 
 /// Where the critic half gets the soft target's next actions `a' ~ π(·|s')` and their
 /// log-probabilities.
-pub(super) enum NextActions {
-    /// It samples them itself, with the actor from before this update (no autodiff).
-    Sample(GaussianTanhPolicy),
-    /// The other thread samples them while this half runs the critic's forward pass (the
-    /// critic half holds more of an update's work than the actor half).
-    Receive(Receiver<(Tensor<2>, Tensor<2>)>),
+pub(super) struct NextActions {
+    /// The actor from before this update, without autodiff.
+    pub actor: GaussianTanhPolicy,
+    /// The first rows, sampled on the other thread while this half runs the critic's
+    /// forward pass, and where they arrive: `None` when this half samples every row.
+    pub handed: Option<(usize, Receiver<(Tensor<2>, Tensor<2>)>)>,
+}
+
+/// Actions and log-probabilities for rows `from..to` of the next observations (with gSDE
+/// the noise is one weight matrix for all rows).
+pub(super) fn sample_rows(
+    actor: &GaussianTanhPolicy,
+    x: &Inputs,
+    from: usize,
+    to: usize,
+) -> (Tensor<2>, Tensor<2>) {
+    let rows = x.next_obs.dims()[0];
+    if from == 0 && to == rows {
+        return actor.sample(x.next_obs.clone(), x.noise_next.clone());
+    }
+    let obs = x.next_obs.clone().narrow(0, from, to - from);
+    let noise = if actor.is_sde() {
+        x.noise_next.clone()
+    } else {
+        x.noise_next.clone().narrow(0, from, to - from)
+    };
+    actor.sample(obs, noise)
 }
 
 /// The critic half of an update, owning what it reads so that it can run on the worker
@@ -67,19 +88,18 @@ pub(super) struct CriticDone {
 }
 
 impl CriticJob {
-    /// Makes this half receive its next actions: returns the actor to sample them with
-    /// (on the caller's thread) and where to send them, or `None` if it already receives.
+    /// Makes the other thread sample the first `rows` next actions (none: `None`):
+    /// returns the actor to sample them with and where to send them.
     pub(super) fn hand_off_next_actions(
         &mut self,
+        rows: usize,
     ) -> Option<(GaussianTanhPolicy, Sender<(Tensor<2>, Tensor<2>)>)> {
-        let (tx, rx) = channel();
-        match std::mem::replace(&mut self.next, NextActions::Receive(rx)) {
-            NextActions::Sample(actor) => Some((actor, tx)),
-            receiving => {
-                self.next = receiving;
-                None
-            }
+        if rows == 0 || self.next.handed.is_some() {
+            return None;
         }
+        let (tx, rx) = channel();
+        self.next.handed = Some((rows, rx));
+        Some((self.next.actor.clone(), tx))
     }
 
     /// The critic's forward pass, the soft TD target (no graph is built), the critic
@@ -87,18 +107,30 @@ impl CriticJob {
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
-        let (next_action, next_log_prob) = match &self.next {
-            NextActions::Sample(actor) => actor.sample(x.next_obs.clone(), x.noise_next.clone()),
-            NextActions::Receive(rx) => match crate::worker::receive(rx) {
-                Some(next) => next,
-                None => {
-                    let e = Error::panicked(
-                        format!("SAC update {}", self.step),
-                        &"the actor half stopped before sampling the next actions",
-                    );
-                    return (Err(e), GradientsParams::new(), Vec::new());
-                }
-            },
+        let all = x.next_obs.dims()[0];
+        let (handed, from_other) = match &self.next.handed {
+            Some((rows, rx)) => (*rows, Some(rx)),
+            None => (0, None),
+        };
+        let own = (handed < all).then(|| sample_rows(&self.next.actor, x, handed, all));
+        let received = match from_other.map(crate::worker::receive) {
+            Some(None) => {
+                let e = Error::panicked(
+                    format!("SAC update {}", self.step),
+                    &"the actor half stopped before sampling the next actions",
+                );
+                return (Err(e), GradientsParams::new(), Vec::new());
+            }
+            Some(Some(first)) => Some(first),
+            None => None,
+        };
+        let (next_action, next_log_prob) = match (received, own) {
+            (Some((a, l)), Some((a2, l2))) => {
+                (Tensor::cat(vec![a, a2], 0), Tensor::cat(vec![l, l2], 0))
+            }
+            (Some(first), None) => first,
+            (None, Some(own)) => own,
+            (None, None) => unreachable!("some rows are sampled on one thread or the other"),
         };
         let next_q = self.target.min_q(x.next_obs.clone(), next_action);
         let (r, d) = (x.reward.clone(), x.terminated.clone());
