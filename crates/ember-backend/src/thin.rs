@@ -36,13 +36,13 @@ pub(crate) struct View<'a> {
     pub(crate) cs: usize,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     fn at(&self, r: usize, c: usize) -> f32 {
         self.data[self.offset + r * self.rs + c * self.cs]
     }
 
     /// `rows × cols` of it, row-major and contiguous: borrowed when it is already.
-    fn packed(&self, rows: usize, cols: usize) -> Cow<'_, [f32]> {
+    fn packed(&self, rows: usize, cols: usize) -> Cow<'a, [f32]> {
         if self.cs == 1 && (self.rs == cols || rows == 1) {
             return Cow::Borrowed(&self.data[self.offset..self.offset + rows * cols]);
         }
@@ -53,16 +53,17 @@ impl View<'_> {
         Cow::Owned(v)
     }
 
-    /// Its transpose (`cols × rows`), row-major and contiguous.
-    fn packed_t(&self, rows: usize, cols: usize) -> Vec<f32> {
-        (0..cols)
-            .flat_map(|c| (0..rows).map(move |r| (r, c)))
-            .map(|(r, c)| self.at(r, c))
-            .collect()
+    /// The same elements seen transposed (`cols × rows` of a `rows × cols` view).
+    fn transposed(self) -> Self {
+        View {
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
     }
 
     /// Row `r`, `len` long, when rows are contiguous (`cs == 1`).
-    fn row(&self, r: usize, len: usize) -> &[f32] {
+    fn row(&self, r: usize, len: usize) -> &'a [f32] {
         let start = self.offset + r * self.rs;
         &self.data[start..start + len]
     }
@@ -96,7 +97,7 @@ pub(crate) fn thin_product(
         column_sweeps(&a.data[a.offset..end], a.cs, m, &b.packed(k, n), n, out);
     } else if (2..=THIN).contains(&n) && a.cs == 1 {
         let a_rows = (0..m).map(|r| a.row(r, k));
-        let bt = b.packed_t(k, n);
+        let bt = b.transposed().packed(n, k);
         for (row, o) in a_rows.zip(out.chunks_exact_mut(n)) {
             row_dots(row, &bt, o);
         }
