@@ -42,6 +42,29 @@ pub(super) struct NextActions {
     pub handed: Option<(usize, Receiver<(Tensor<2>, Tensor<2>)>)>,
 }
 
+impl NextActions {
+    /// Every row's next action and log-probability: this thread's rows sampled first,
+    /// then the handed rows as they arrive, in row order. An error if the other thread
+    /// stopped before sending them.
+    fn sample(&self, x: &Inputs, step: u64) -> Result<(Tensor<2>, Tensor<2>)> {
+        let all = x.next_obs.dims()[0];
+        let Some((handed, rx)) = &self.handed else {
+            return Ok(sample_rows(&self.actor, x, 0, all));
+        };
+        let own = (*handed < all).then(|| sample_rows(&self.actor, x, *handed, all));
+        let (a, l) = crate::worker::receive(rx).ok_or_else(|| {
+            Error::panicked(
+                format!("SAC update {step}"),
+                &"the actor half stopped before sampling the next actions",
+            )
+        })?;
+        Ok(match own {
+            Some((a2, l2)) => (Tensor::cat(vec![a, a2], 0), Tensor::cat(vec![l, l2], 0)),
+            None => (a, l),
+        })
+    }
+}
+
 /// Actions and log-probabilities for rows `from..to` of the next observations (with gSDE
 /// the noise is one weight matrix for all rows).
 pub(super) fn sample_rows(
@@ -107,30 +130,9 @@ impl CriticJob {
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
-        let all = x.next_obs.dims()[0];
-        let (handed, from_other) = match &self.next.handed {
-            Some((rows, rx)) => (*rows, Some(rx)),
-            None => (0, None),
-        };
-        let own = (handed < all).then(|| sample_rows(&self.next.actor, x, handed, all));
-        let received = match from_other.map(crate::worker::receive) {
-            Some(None) => {
-                let e = Error::panicked(
-                    format!("SAC update {}", self.step),
-                    &"the actor half stopped before sampling the next actions",
-                );
-                return (Err(e), GradientsParams::new(), Vec::new());
-            }
-            Some(Some(first)) => Some(first),
-            None => None,
-        };
-        let (next_action, next_log_prob) = match (received, own) {
-            (Some((a, l)), Some((a2, l2))) => {
-                (Tensor::cat(vec![a, a2], 0), Tensor::cat(vec![l, l2], 0))
-            }
-            (Some(first), None) => first,
-            (None, Some(own)) => own,
-            (None, None) => unreachable!("some rows are sampled on one thread or the other"),
+        let (next_action, next_log_prob) = match self.next.sample(x, self.step) {
+            Ok(next) => next,
+            Err(e) => return (Err(e), GradientsParams::new(), Vec::new()),
         };
         let next_q = self.target.min_q(x.next_obs.clone(), next_action);
         let (r, d) = (x.reward.clone(), x.terminated.clone());
