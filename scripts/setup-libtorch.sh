@@ -2,15 +2,26 @@
 # Installs libtorch for Ember's `tch` feature from PyPI's torch wheel (never a download at
 # build time). burn 0.22.1 -> tch 0.22 -> libtorch 2.9.0, so torch==2.9.0 it is.
 #
-# Usage: scripts/setup-libtorch.sh [VENV_DIR]     (default: .venv-torch in the repo root)
+# Usage: scripts/setup-libtorch.sh [VENV_DIR]
+# The venv takes about 7 GB (PyPI's Linux wheel brings CUDA's libraries), so by default it
+# lives once per user, in $EMBER_TORCH_VENV or else ~/.cache/ember/venv-torch-2.9.0, and
+# every clone gets a `.venv-torch` link to it (the reference scripts run as
+# `.venv-torch/bin/python ...`); a `.venv-torch` folder already in the clone is used as is.
 # Idempotent: skips the install when the venv already has torch 2.9.0 (and numpy, for the
-# reference scripts). Prints the
-# environment to export before `cargo build --features tch`; `source` its output:
-#   eval "$(scripts/setup-libtorch.sh)"
+# reference scripts). Prints the environment to export before `cargo build --features tch`;
+# write it to a file and source that, so that a failed install stops the caller:
+#   scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-VENV="${1:-$ROOT/.venv-torch}"
 WANT="2.9.0"
+LINK="$ROOT/.venv-torch"
+if [ $# -ge 1 ]; then
+    VENV="$1"
+elif [ -d "$LINK" ] && [ ! -L "$LINK" ]; then
+    VENV="$LINK"
+else
+    VENV="${EMBER_TORCH_VENV:-${XDG_CACHE_HOME:-${HOME:-$ROOT}/.cache}/ember/venv-torch-$WANT}"
+fi
 
 have_torch() {
     [ -x "$VENV/bin/python" ] &&
@@ -20,10 +31,16 @@ have_torch() {
 if have_torch; then
     echo "# torch $WANT already in $VENV" >&2
 else
-    echo "# installing torch==$WANT into $VENV (about 4 GB, a few minutes)" >&2
+    echo "# installing torch==$WANT into $VENV (about 7 GB, a few minutes)" >&2
+    echo "# free: $(df -h "$(dirname "$VENV")" 2>/dev/null | awk 'NR==2 {print $4}')" >&2
+    mkdir -p "$(dirname "$VENV")"
     python3 -m venv "$VENV" >&2
-    "$VENV/bin/pip" install --quiet --no-cache-dir --disable-pip-version-check "torch==$WANT" numpy >&2
+    "$VENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check "torch==$WANT" numpy >&2
     have_torch || { echo "torch $WANT did not install into $VENV" >&2; exit 1; }
+fi
+
+if [ "$VENV" != "$LINK" ] && { [ -L "$LINK" ] || [ ! -e "$LINK" ]; }; then
+    ln -sfn "$VENV" "$LINK"
 fi
 
 LIBDIR="$("$VENV/bin/python" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
