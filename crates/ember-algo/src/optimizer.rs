@@ -12,6 +12,10 @@ use burn::optim::{
 };
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::helping::{Helping, MIN_SPLIT};
 
 /// Adam's first-moment decay (PyTorch's default).
 const BETA_1: f32 = 0.9;
@@ -48,9 +52,23 @@ impl OptimizerKind {
     /// The optimizer for parameters on `device`, clipping the gradient's global norm to
     /// `max_grad_norm` when it is positive. Adam is [`HostAdam`] on flex and ndarray.
     pub fn build(self, max_grad_norm: f64, device: &Device) -> ModuleOptimizer {
+        self.build_helped(max_grad_norm, device, None)
+    }
+
+    /// [`build`](Self::build), with host Adam offering half of each large parameter's
+    /// pass through `helping` when given.
+    pub(crate) fn build_helped(
+        self,
+        max_grad_norm: f64,
+        device: &Device,
+        helping: Option<Arc<Helping>>,
+    ) -> ModuleOptimizer {
         let optim = match self {
             OptimizerKind::Adam if ember_backend::is_host_cpu(device) => {
-                ModuleOptimizer::from(HostAdam::default())
+                ModuleOptimizer::from(HostAdam {
+                    helping,
+                    ..HostAdam::default()
+                })
             }
             OptimizerKind::Adam => AdamConfig::new()
                 .with_beta_1(BETA_1)
@@ -81,6 +99,8 @@ pub struct HostAdam {
     beta_1: f32,
     beta_2: f32,
     epsilon: f32,
+    /// Where a waiting thread may take half of a large parameter's pass.
+    helping: Option<Arc<Helping>>,
 }
 
 impl Default for HostAdam {
@@ -89,6 +109,7 @@ impl Default for HostAdam {
             beta_1: BETA_1,
             beta_2: BETA_2,
             epsilon: EPSILON,
+            helping: None,
         }
     }
 }
@@ -157,7 +178,49 @@ impl HostAdam {
         let factors = [step_factor, epsilon, lr];
         let first = state.time == 1;
         let (m, v) = (&mut state.moment_1, &mut state.moment_2);
-        adam_loop(param, grad, m, v, betas, factors, first);
+        match &self.helping {
+            Some(helping) if param.len() >= MIN_SPLIT => {
+                let n = param.len();
+                let (p, m, v) = (Slab::of(param), Slab::of(m), Slab::of(v));
+                helping.split(n, &|r: Range<usize>| {
+                    // SAFETY: `split` hands out disjoint ranges of `0..n`, and the three
+                    // slabs outlive the call (they borrow this function's arguments).
+                    let (p, m, v) = unsafe { (p.part(&r), m.part(&r), v.part(&r)) };
+                    adam_loop(p, &grad[r], m, v, betas, factors, first);
+                });
+            }
+            _ => adam_loop(param, grad, m, v, betas, factors, first),
+        }
+    }
+}
+
+/// A mutable slice shared by the two threads of a [`Helping::split`] pass, each taking
+/// its own disjoint part.
+#[derive(Clone, Copy)]
+struct Slab(*mut f32, usize);
+
+// SAFETY: a `Slab` is only turned into slices of disjoint ranges (`part`), one per thread.
+unsafe impl Send for Slab {}
+unsafe impl Sync for Slab {}
+
+impl Slab {
+    fn of(values: &mut [f32]) -> Slab {
+        Slab(values.as_mut_ptr(), values.len())
+    }
+
+    /// The values in `r`.
+    ///
+    /// # Safety
+    /// No other live slice of this slab may overlap `r`, and the slab's values must
+    /// outlive the slice.
+    unsafe fn part<'a>(self, r: &Range<usize>) -> &'a mut [f32] {
+        assert!(
+            r.start <= r.end && r.end <= self.1,
+            "{r:?} out of 0..{}",
+            self.1
+        );
+        // SAFETY: in bounds (checked above); exclusive by the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(r.start), r.len()) }
     }
 }
 
