@@ -76,7 +76,6 @@ mod evaluate;
 #[doc(hidden)]
 pub mod faults;
 mod guard;
-mod helping;
 mod learner;
 mod off_policy;
 mod on_policy;

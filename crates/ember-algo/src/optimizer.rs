@@ -12,10 +12,7 @@ use burn::optim::{
 };
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
-use std::ops::Range;
-use std::sync::Arc;
-
-use crate::helping::{Helping, MIN_SPLIT};
+use std::mem::MaybeUninit;
 
 /// Adam's first-moment decay (PyTorch's default).
 const BETA_1: f32 = 0.9;
@@ -52,23 +49,9 @@ impl OptimizerKind {
     /// The optimizer for parameters on `device`, clipping the gradient's global norm to
     /// `max_grad_norm` when it is positive. Adam is [`HostAdam`] on flex and ndarray.
     pub fn build(self, max_grad_norm: f64, device: &Device) -> ModuleOptimizer {
-        self.build_helped(max_grad_norm, device, None)
-    }
-
-    /// [`build`](Self::build), with host Adam offering half of each large parameter's
-    /// pass through `helping` when given.
-    pub(crate) fn build_helped(
-        self,
-        max_grad_norm: f64,
-        device: &Device,
-        helping: Option<Arc<Helping>>,
-    ) -> ModuleOptimizer {
         let optim = match self {
             OptimizerKind::Adam if ember_backend::is_host_cpu(device) => {
-                ModuleOptimizer::from(HostAdam {
-                    helping,
-                    ..HostAdam::default()
-                })
+                ModuleOptimizer::from(HostAdam::default())
             }
             OptimizerKind::Adam => AdamConfig::new()
                 .with_beta_1(BETA_1)
@@ -99,8 +82,6 @@ pub struct HostAdam {
     beta_1: f32,
     beta_2: f32,
     epsilon: f32,
-    /// Where a waiting thread may take half of a large parameter's pass.
-    helping: Option<Arc<Helping>>,
 }
 
 impl Default for HostAdam {
@@ -109,7 +90,6 @@ impl Default for HostAdam {
             beta_1: BETA_1,
             beta_2: BETA_2,
             epsilon: EPSILON,
-            helping: None,
         }
     }
 }
@@ -166,92 +146,105 @@ impl HostAdam {
         self.update(lr, param, grad, state);
     }
 
-    /// One Adam step of `param` (updated in place) from `grad`.
-    fn update(&self, lr: f32, param: &mut [f32], grad: &[f32], state: &mut HostAdamState) {
+    /// Counts the step in `state` and returns its coefficients, computed as burn's
+    /// `Adam` computes them.
+    fn coefficients(&self, lr: f32, state: &mut HostAdamState) -> Coefficients {
         state.time += 1;
         let t = state.time as i32;
-        // burn's factors, computed as burn computes them.
         let bias_correction2_sqrt = (1.0 - self.beta_2.powi(t)).sqrt();
-        let step_factor = bias_correction2_sqrt / (1.0 - self.beta_1.powi(t));
-        let epsilon = self.epsilon * bias_correction2_sqrt;
-        let betas = [self.beta_1, self.beta_2];
-        let factors = [step_factor, epsilon, lr];
-        let first = state.time == 1;
-        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
-        match &self.helping {
-            Some(helping) if param.len() >= MIN_SPLIT => {
-                let n = param.len();
-                let (p, m, v) = (Slab::of(param), Slab::of(m), Slab::of(v));
-                helping.split(n, &|r: Range<usize>| {
-                    // SAFETY: `split` hands out disjoint ranges of `0..n`, and the three
-                    // slabs outlive the call (they borrow this function's arguments).
-                    let (p, m, v) = unsafe { (p.part(&r), m.part(&r), v.part(&r)) };
-                    adam_loop(p, &grad[r], m, v, betas, factors, first);
-                });
-            }
-            _ => adam_loop(param, grad, m, v, betas, factors, first),
+        Coefficients {
+            betas: [self.beta_1, self.beta_2],
+            step_factor: bias_correction2_sqrt / (1.0 - self.beta_1.powi(t)),
+            epsilon: self.epsilon * bias_correction2_sqrt,
+            lr,
+            first: state.time == 1,
         }
+    }
+
+    /// One Adam step of `param` (updated in place) from `grad`.
+    fn update(&self, lr: f32, param: &mut [f32], grad: &[f32], state: &mut HostAdamState) {
+        let k = self.coefficients(lr, state);
+        adam_in_place(param, grad, &mut state.moment_1, &mut state.moment_2, k);
+    }
+
+    /// One Adam step from the parameter's values `old` into `new` (every element
+    /// written), the moments updated in place.
+    fn update_into(
+        &self,
+        k: Coefficients,
+        old: &[f32],
+        grad: &[f32],
+        state: &mut HostAdamState,
+        new: &mut [MaybeUninit<f32>],
+    ) {
+        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
+        let n = old.len();
+        assert!(
+            grad.len() == n && m.len() == n && v.len() == n && new.len() == n,
+            "HostAdam: parameter {n}, gradient {}, state {} values",
+            grad.len(),
+            m.len()
+        );
+        adam_into(old, grad, m, v, new, k);
     }
 }
 
-/// A mutable slice shared by the two threads of a [`Helping::split`] pass, each taking
-/// its own disjoint part.
-#[derive(Clone, Copy)]
-struct Slab(*mut f32, usize);
+/// One Adam step's coefficients: β₁, β₂, the bias-corrected step factor and ε, the
+/// learning rate, and whether it is the first step (burn starts the moments from the
+/// gradient alone then).
+#[derive(Clone, Copy, Debug)]
+struct Coefficients {
+    betas: [f32; 2],
+    step_factor: f32,
+    epsilon: f32,
+    lr: f32,
+    first: bool,
+}
 
-// SAFETY: a `Slab` is only turned into slices of disjoint ranges (`part`), one per thread.
-unsafe impl Send for Slab {}
-unsafe impl Sync for Slab {}
-
-impl Slab {
-    fn of(values: &mut [f32]) -> Slab {
-        Slab(values.as_mut_ptr(), values.len())
+impl Coefficients {
+    /// The moments after gradient `g` (as burn computes them).
+    #[inline(always)]
+    fn moments(&self, g: f32, m: f32, v: f32) -> (f32, f32) {
+        let [b1, b2] = self.betas;
+        let (f1, f2) = (1.0 - b1, 1.0 - b2);
+        if self.first {
+            (g * f1, (g * g) * f2)
+        } else {
+            (m * b1 + g * f1, v * b2 + (g * g) * f2)
+        }
     }
 
-    /// The values in `r`.
-    ///
-    /// # Safety
-    /// No other live slice of this slab may overlap `r`, and the slab's values must
-    /// outlive the slice.
-    unsafe fn part<'a>(self, r: &Range<usize>) -> &'a mut [f32] {
-        assert!(
-            r.start <= r.end && r.end <= self.1,
-            "{r:?} out of 0..{}",
-            self.1
-        );
-        // SAFETY: in bounds (checked above); exclusive by the caller's promise.
-        unsafe { std::slice::from_raw_parts_mut(self.0.add(r.start), r.len()) }
+    /// The parameter `p` stepped with moments `m` and `v`.
+    #[inline(always)]
+    fn stepped(&self, p: f32, m: f32, v: f32) -> f32 {
+        p - (m * self.step_factor / (v.sqrt() + self.epsilon)) * self.lr
     }
 }
 
 ember_backend::multiversion! {
-    /// Adam's loop, vectorised at the CPU's widest: `m = m·β₁ + g·(1 − β₁)`,
-    /// `v = v·β₂ + g²·(1 − β₂)` (on the `first` step burn starts them from the gradient
-    /// alone), then the step (`factors`: step factor, ε, learning rate).
-    fn adam_loop(
-        param: &mut [f32],
+    /// Adam's pass in place, vectorised at the CPU's widest ([`Coefficients`]).
+    fn adam_in_place(param: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], k: Coefficients) {
+        for (((p, &g), m), v) in param.iter_mut().zip(grad).zip(m).zip(v) {
+            (*m, *v) = k.moments(g, *m, *v);
+            *p = k.stepped(*p, *m, *v);
+        }
+    }
+}
+
+ember_backend::multiversion! {
+    /// Adam's pass from `old` into `new` (every element written), vectorised at the
+    /// CPU's widest ([`Coefficients`]); the same arithmetic as [`adam_in_place`].
+    fn adam_into(
+        old: &[f32],
         grad: &[f32],
         m: &mut [f32],
         v: &mut [f32],
-        betas: [f32; 2],
-        factors: [f32; 3],
-        first: bool
+        new: &mut [MaybeUninit<f32>],
+        k: Coefficients
     ) {
-        let [b1, b2] = betas;
-        let (f1, f2) = (1.0 - b1, 1.0 - b2);
-        let [step_factor, epsilon, lr] = factors;
-        let step = |p: &mut f32, m: f32, v: f32| *p -= (m * step_factor / (v.sqrt() + epsilon)) * lr;
-        let all = param.iter_mut().zip(grad).zip(m).zip(v);
-        if first {
-            for (((p, &g), m), v) in all {
-                (*m, *v) = (g * f1, (g * g) * f2);
-                step(p, *m, *v);
-            }
-        } else {
-            for (((p, &g), m), v) in all {
-                (*m, *v) = (*m * b1 + g * f1, *v * b2 + (g * g) * f2);
-                step(p, *m, *v);
-            }
+        for ((((&p, &g), m), v), new) in old.iter().zip(grad).zip(m).zip(v).zip(new) {
+            (*m, *v) = k.moments(g, *m, *v);
+            new.write(k.stepped(p, *m, *v));
         }
     }
 }
@@ -279,24 +272,34 @@ impl Optimizer for HostAdam {
     ) -> (Tensor<D>, Option<HostAdamState>) {
         let device = tensor.device();
         let dtype = tensor.dtype();
-        let mut param = f32_data(tensor);
-        let grad = f32_data(grad);
-        let n = param.num_elements();
+        let n = tensor.shape().num_elements();
         let mut state = state.unwrap_or_else(|| HostAdamState::new(n));
         assert_eq!(
             state.moment_1.len(),
             n,
             "Adam state of another parameter shape"
         );
+        let grad = f32_data(grad);
         let grad = grad.as_slice::<f32>().expect("f32 gradient");
+        if dtype == DType::F32 {
+            // Read the old values once, write the new ones once: other handles (the
+            // learner's module, kept until the update commits) keep the old ones.
+            let k = self.coefficients(lr as f32, &mut state);
+            // SAFETY: `update_into` writes every element of `new`.
+            let stepped = unsafe {
+                ember_backend::remap(&tensor, |old, new| {
+                    self.update_into(k, old, grad, &mut state, new)
+                })
+            };
+            return (stepped, Some(state));
+        }
+        let mut param = f32_data(tensor);
         let values = param.as_mut_slice::<f32>().expect("f32 parameter");
         self.update(lr as f32, values, grad, &mut state);
-        let param = if dtype == DType::F32 {
-            param
-        } else {
-            param.convert_dtype(dtype)
-        };
-        (Tensor::from_data(param, &device), Some(state))
+        (
+            Tensor::from_data(param.convert_dtype(dtype), &device),
+            Some(state),
+        )
     }
 
     fn to_device<const D: usize>(state: HostAdamState, _device: &Device) -> HostAdamState {
@@ -398,6 +401,34 @@ mod tests {
                 assert_eq!(values(&a), values(&b), "{device:?}, step {step}");
             }
             assert_ne!(values(&a), values(&toy(&device)), "the parameters moved");
+        }
+    }
+
+    #[test]
+    fn the_flat_step_and_the_tensor_step_agree_bit_for_bit() {
+        let device = Device::flex().autodiff();
+        let adam = HostAdam::default();
+        let mut optim = ModuleOptimizer::from(adam.clone());
+        let mut m = toy(&device);
+        let mut flat = values(&m);
+        let mut state_w = HostAdamState::new(12);
+        let mut state_b = HostAdamState::new(4);
+        for step in 0..10 {
+            let g = grads(&m, step, &device);
+            let mut gw = crate::tensors::host(g.get::<2>(m.w.id).expect("w's gradient"));
+            gw.extend(crate::tensors::host(
+                g.get::<1>(m.b.id).expect("b's gradient"),
+            ));
+            let before = m.w.val();
+            let before_values = crate::tensors::host(before.clone());
+            m = optim.step(1e-2, m, g);
+            let (w, b) = flat.split_at_mut(12);
+            adam.step_flat(1e-2, w, &gw[..12], &mut state_w);
+            adam.step_flat(1e-2, b, &gw[12..], &mut state_b);
+            assert_eq!(values(&m), flat, "step {step}");
+            // The tensor step wrote new buffers: a handle to the old values keeps them.
+            assert_eq!(crate::tensors::host(before), before_values);
+            assert_ne!(before_values, values(&m)[..12].to_vec());
         }
     }
 

@@ -8,7 +8,6 @@
 //! two cores they were given anyway) and then blocks. `EMBER_SPIN_US=0` (read once) blocks
 //! at once, for machines whose cores are shared with other work.
 
-use crate::helping::Helping;
 use ember_core::{Error, Result};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
@@ -63,26 +62,18 @@ fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
 /// The next message of `rx`: spins for up to [`spin_budget`], then blocks. `None` when the
 /// sending side is gone.
 pub(crate) fn receive<T>(rx: &Receiver<T>) -> Option<T> {
-    receive_doing(rx, || {})
-}
-
-/// [`receive`], calling `meanwhile` before each look while it spins.
-fn receive_doing<T>(rx: &Receiver<T>, mut meanwhile: impl FnMut()) -> Option<T> {
     let mut got = None;
     let mut gone = false;
-    spin_until(|| {
-        meanwhile();
-        match rx.try_recv() {
-            Ok(v) => {
-                got = Some(v);
-                true
-            }
-            Err(TryRecvError::Disconnected) => {
-                gone = true;
-                true
-            }
-            Err(TryRecvError::Empty) => false,
+    spin_until(|| match rx.try_recv() {
+        Ok(v) => {
+            got = Some(v);
+            true
         }
+        Err(TryRecvError::Disconnected) => {
+            gone = true;
+            true
+        }
+        Err(TryRecvError::Empty) => false,
     });
     match (got, gone) {
         (Some(v), _) => Some(v),
@@ -149,23 +140,8 @@ impl Worker {
 impl<R> Pending<R> {
     /// Waits for the job's result; a panic of the job is an [`Error::Panicked`] naming
     /// `what`.
-    #[cfg(test)]
     pub(crate) fn wait(self, what: &str) -> Result<R> {
-        Self::settle(what, receive(&self.0))
-    }
-
-    /// [`wait`](Self::wait), running while it spins the halves of passes that the job
-    /// offers through `helping`.
-    pub(crate) fn wait_helping(self, what: &str, helping: &Helping) -> Result<R> {
-        let result = receive_doing(&self.0, || {
-            helping.help();
-        });
-        Self::settle(what, result)
-    }
-
-    /// The job's result, or the error naming `what`.
-    fn settle(what: &str, result: Option<std::thread::Result<R>>) -> Result<R> {
-        match result.ok_or(()) {
+        match receive(&self.0).ok_or(()) {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(panic)) => Err(Error::panicked(what, panic.as_ref())),
             Err(()) => Err(Error::panicked(what, &"the worker thread is gone")),

@@ -4,15 +4,17 @@
 //! flex's own paths copy more than they need to: reading a shared tensor's values
 //! (`into_data`) copies them twice (to a vector, then to a 16-byte aligned buffer), and
 //! every element-wise op allocates a zeroed buffer before filling it. [`unshared`] copies
-//! once; [`lerp`] writes its result straight into a new buffer. Other backends keep burn's
-//! tensor ops.
+//! once; [`lerp`] writes its result straight into a new buffer; [`remap`] hands a pass the
+//! old values (borrowed) and the new buffer to fill, for updates that must leave the old
+//! values to other handles (Adam's step). Other backends keep burn's tensor ops.
 
 // Without flex, `backend_extension` generates a dispatch with no backend to pass `t` to.
 #![cfg_attr(not(feature = "flex"), allow(unused_variables))]
 
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::{Autodiff, Backend, backend_extension, tensor::FloatTensor};
-use burn::tensor::Tensor;
+use burn::tensor::{DType, Tensor, TensorData};
+use std::mem::MaybeUninit;
 
 /// Host-buffer operations on parameters; implemented for flex (and, by falling back to
 /// burn's ops, for autodiff over it).
@@ -24,7 +26,13 @@ pub trait HostBuffers: Backend {
     /// `a·(1 − t) + b·t` element-wise, computed in `f32` as burn's
     /// `a.mul_scalar(1 − t) + b.mul_scalar(t)` computes it.
     fn host_lerp(a: FloatTensor<Self>, b: FloatTensor<Self>, t: f64) -> FloatTensor<Self>;
+    /// A tensor of `x`'s shape whose `f32` values `fill(old, new)` writes from `x`'s
+    /// values `old` (see [`remap`]); `None` where `x` has no such values at hand.
+    fn host_remap(x: FloatTensor<Self>, fill: &mut Fill<'_>) -> Option<FloatTensor<Self>>;
 }
+
+/// The filling pass of [`remap`]: reads the old values, writes every new one.
+pub type Fill<'a> = dyn FnMut(&[f32], &mut [MaybeUninit<f32>]) + 'a;
 
 /// The two factors of [`lerp`] as `f32`, rounded as burn rounds scalar arguments.
 fn lerp_factors(t: f64) -> (f32, f32) {
@@ -115,6 +123,21 @@ mod flex {
             let b = Flex::float_mul_scalar(b, kb.into());
             Flex::float_add(a, b)
         }
+
+        fn host_remap(x: FlexTensor, fill: &mut super::Fill<'_>) -> Option<FlexTensor> {
+            if x.dtype() != DType::F32 {
+                return None;
+            }
+            let shape = x.layout().shape().clone();
+            let out = with_values(&x, |old| {
+                let mut out: Vec<f32> = Vec::with_capacity(old.len());
+                fill(old, &mut out.spare_capacity_mut()[..old.len()]);
+                // SAFETY: `remap`'s caller promised that `fill` writes every value.
+                unsafe { out.set_len(old.len()) };
+                out
+            });
+            Some(FlexTensor::from_data(TensorData::new(out, shape)))
+        }
     }
 }
 
@@ -135,6 +158,10 @@ impl<B: Backend + HostBuffers, C: CheckpointStrategy> HostBuffers for Autodiff<B
         let a = Self::float_mul_scalar(a, ka.into());
         let b = Self::float_mul_scalar(b, kb.into());
         Self::float_add(a, b)
+    }
+
+    fn host_remap(_x: FloatTensor<Self>, _fill: &mut Fill<'_>) -> Option<FloatTensor<Self>> {
+        None
     }
 }
 
@@ -162,6 +189,41 @@ pub fn unshared<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(<burn::backend::Dispatch as HostBuffers>::host_unshared(
         x.into_dispatch(),
     ))
+}
+
+/// A new tensor of `x`'s shape, on its device, whose `f32` values `fill(old, new)` writes
+/// from `x`'s values `old`: on flex `old` is borrowed from `x`'s buffer and `new` is the
+/// result's, so a parameter update reads the old values once and writes the new ones
+/// once, where updating a copy in place (what an update must do while another handle
+/// still holds the old values) passes over them twice more. Elsewhere the values are
+/// read out and the result is made from them. `x` keeps its values.
+///
+/// # Panics
+/// If `x` does not hold `f32` values.
+///
+/// # Safety
+/// `fill` must write every element of `new` (it is given as uninitialised memory).
+pub unsafe fn remap<const D: usize>(
+    x: &Tensor<D>,
+    mut fill: impl FnMut(&[f32], &mut [MaybeUninit<f32>]),
+) -> Tensor<D> {
+    assert_eq!(x.dtype(), DType::F32, "remap: f32 values only");
+    if plain_flex(x) {
+        let mapped = <burn::backend::Dispatch as HostBuffers>::host_remap(
+            x.clone().into_dispatch(),
+            &mut fill,
+        );
+        if let Some(t) = mapped {
+            return Tensor::from_dispatch(t);
+        }
+    }
+    let data = x.clone().into_data();
+    let old = data.as_slice::<f32>().expect("f32 values, checked above");
+    let mut new: Vec<f32> = Vec::with_capacity(old.len());
+    fill(old, &mut new.spare_capacity_mut()[..old.len()]);
+    // SAFETY: the caller promised that `fill` writes every value.
+    unsafe { new.set_len(old.len()) };
+    Tensor::from_data(TensorData::new(new, data.shape().clone()), &x.device())
 }
 
 /// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
@@ -225,6 +287,38 @@ mod tests {
             assert_eq!(values(u2), vec![2., 3., 4., 5.]);
             // Strided: copied contiguous.
             assert_eq!(values(unshared(t.transpose())), vec![1., 3., 2., 4.]);
+        }
+    }
+
+    #[test]
+    fn remap_reads_the_old_values_and_leaves_them_alone() {
+        for device in devices() {
+            let t = Tensor::<2>::from_data(
+                TensorData::new(vec![1f32, 2., 3., 4., 5., 6.], [2, 3]),
+                &device,
+            );
+            let held = t.clone();
+            // SAFETY: the closure writes every element.
+            let doubled = unsafe {
+                remap(&t, |old, new| {
+                    for (n, &o) in new.iter_mut().zip(old) {
+                        n.write(o * 2.0);
+                    }
+                })
+            };
+            assert_eq!(doubled.dims(), [2, 3]);
+            assert_eq!(values(doubled), vec![2., 4., 6., 8., 10., 12.]);
+            assert_eq!(values(held), vec![1., 2., 3., 4., 5., 6.]);
+            // Strided: read in row-major order.
+            // SAFETY: as above.
+            let copied = unsafe {
+                remap(&t.transpose(), |old, new| {
+                    for (n, &o) in new.iter_mut().zip(old) {
+                        n.write(o);
+                    }
+                })
+            };
+            assert_eq!(values(copied), vec![1., 4., 2., 5., 3., 6.]);
         }
     }
 }

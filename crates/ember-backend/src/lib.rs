@@ -53,7 +53,7 @@ pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
-pub use host::{HostBuffers, lerp, unshared};
+pub use host::{Fill, HostBuffers, lerp, remap, unshared};
 pub use matmul::{HostMatmul, matmul};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};

@@ -11,7 +11,6 @@ use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::config::Validate;
 use crate::devices::Devices;
-use crate::helping::Helping;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::optimizer::OptimizerKind;
 use crate::sde::SdeSchedule;
@@ -50,9 +49,6 @@ pub struct Sac {
     alpha_optim: ModuleOptimizer,
     /// The critic's optimizer travels to the worker thread with the critic half.
     critic_optim: Arc<Mutex<ModuleOptimizer>>,
-    /// Where the critic half offers half of its largest Adam passes to this thread,
-    /// which waits for it then.
-    helping: Arc<Helping>,
     alpha: f64,
     target_entropy: f64,
     noise_rng: EmberRng,
@@ -111,8 +107,6 @@ impl Sac {
         let target = hard_target(&critic);
         let temperature = Temperature::new(config.init_alpha, &learn)?;
         let adam = || OptimizerKind::Adam.build(0.0, &learn);
-        let helping = Arc::new(Helping::default());
-        let critic_adam = OptimizerKind::Adam.build_helped(0.0, &learn, Some(helping.clone()));
         let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
         let frozen = frozen_copy(&acting, &devices.act);
         let mut rng = EmberRng::seed_from(config.seed);
@@ -125,8 +119,7 @@ impl Sac {
             temperature,
             actor_optim: adam(),
             alpha_optim: adam(),
-            critic_optim: Arc::new(Mutex::new(critic_adam)),
-            helping,
+            critic_optim: Arc::new(Mutex::new(adam())),
             alpha: config.init_alpha,
             target_entropy: config.target_entropy.unwrap_or(-(act_dim as f64)),
             noise_rng: rng.fork(1),
@@ -254,8 +247,7 @@ impl Sac {
                         self.refresh_frozen()?;
                     }
                 }
-                let what = format!("SAC critic half of update {step}");
-                let critic = critic.wait_helping(&what, &self.helping)?;
+                let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
                 self.placement.record(choice, started.elapsed());
                 (critic, actor)
             }
