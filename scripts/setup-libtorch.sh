@@ -31,12 +31,17 @@ have_torch() {
 if have_torch; then
     echo "# torch $WANT already in $VENV" >&2
 else
-    echo "# installing torch==$WANT into $VENV (about 7 GB, a few minutes)" >&2
-    echo "# free: $(df -h "$(dirname "$VENV")" 2>/dev/null | awk 'NR==2 {print $4}')" >&2
     mkdir -p "$(dirname "$VENV")"
+    echo "# installing torch==$WANT into $VENV (about 7 GB, a few minutes;" \
+        "$(df -h "$(dirname "$VENV")" | awk 'NR==2 {print $4}') free)" >&2
     python3 -m venv "$VENV" >&2
-    "$VENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check "torch==$WANT" numpy >&2
-    have_torch || { echo "torch $WANT did not install into $VENV" >&2; exit 1; }
+    # A failed install leaves no half-filled venv behind to take the disk.
+    if ! "$VENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+        "torch==$WANT" numpy >&2 || ! have_torch; then
+        rm -rf "$VENV"
+        echo "torch $WANT did not install into $VENV" >&2
+        exit 1
+    fi
 fi
 
 if [ "$VENV" != "$LINK" ] && { [ -L "$LINK" ] || [ ! -e "$LINK" ]; }; then
