@@ -171,12 +171,13 @@ impl HostAdam {
     /// written), the moments updated in place.
     fn update_into(
         &self,
-        k: Coefficients,
+        lr: f32,
         old: &[f32],
         grad: &[f32],
         state: &mut HostAdamState,
         new: &mut [MaybeUninit<f32>],
     ) {
+        let k = self.coefficients(lr, state);
         let (m, v) = (&mut state.moment_1, &mut state.moment_2);
         let n = old.len();
         assert!(
@@ -284,11 +285,10 @@ impl Optimizer for HostAdam {
         if dtype == DType::F32 {
             // Read the old values once, write the new ones once: other handles (the
             // learner's module, kept until the update commits) keep the old ones.
-            let k = self.coefficients(lr as f32, &mut state);
-            // SAFETY: `update_into` writes every element of `new`.
+            // SAFETY: `update_into` writes every element of `new` (`remap` calls it once).
             let stepped = unsafe {
                 ember_backend::remap(&tensor, |old, new| {
-                    self.update_into(k, old, grad, &mut state, new)
+                    self.update_into(lr as f32, old, grad, &mut state, new)
                 })
             };
             return (stepped, Some(state));

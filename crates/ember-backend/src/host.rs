@@ -196,7 +196,7 @@ pub fn unshared<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// result's, so a parameter update reads the old values once and writes the new ones
 /// once, where updating a copy in place (what an update must do while another handle
 /// still holds the old values) passes over them twice more. Elsewhere the values are
-/// read out and the result is made from them. `x` keeps its values.
+/// read out and the result is made from them. `fill` is called once; `x` keeps its values.
 ///
 /// # Panics
 /// If `x` does not hold `f32` values.
