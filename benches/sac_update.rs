@@ -83,8 +83,7 @@ fn sac_update(c: &mut Criterion) {
 /// GEMM rate a SAC update's layers can reach here (`nn`), and with a transposed operand as
 /// the backward pass multiplies (`tn`: weight gradients, `nt`: input gradients). 33.5 MFLOP
 /// per call. Then the thin products of a Pendulum SAC update on a 256-row batch (`thin_…`):
-/// first and last layers forward, their weight and input gradients; and the first layer
-/// with its bias and ReLU, in one pass or two (`layer_…`).
+/// first and last layers forward, their weight and input gradients.
 fn gemm_256(c: &mut Criterion) {
     use burn::tensor::{Tensor, TensorData};
     let mut g = c.benchmark_group("gemm_flex");
@@ -122,18 +121,6 @@ fn gemm_256(c: &mut Criterion) {
             bench.iter(|| ember::backend::matmul(x.clone(), y.clone()))
         });
     }
-    // The actor's first layer with its bias and ReLU: one pass (`linear_relu`) against the
-    // product and then the bias and ReLU over its output.
-    let (x, w, b) = (t(256, 3), t(3, 256), t(1, 256));
-    g.bench_function("layer_fused_256x3x256", |bench| {
-        bench.iter(|| ember::backend::linear_relu(x.clone(), w.clone(), b.clone()))
-    });
-    g.bench_function("layer_separate_256x3x256", |bench| {
-        bench.iter(|| {
-            let y = ember::backend::matmul(x.clone(), w.clone());
-            ember::backend::bias_relu(y, b.clone())
-        })
-    });
     g.finish();
 }
 

@@ -117,7 +117,7 @@ impl<B: Backend + HostBiasRelu + HostRelu, C: CheckpointStrategy> HostBiasRelu f
 /// `grad` summed over the dimensions where `shape` is 1 and `grad` is not (those an operand
 /// of shape `shape` was broadcast along), as burn's autodiff reduces a broadcast operand's
 /// gradient: one `sum_dim`, or one `sum_dims` for several.
-pub(crate) fn reduce_to<B: Backend>(grad: FloatTensor<B>, shape: &Shape) -> FloatTensor<B> {
+fn reduce_to<B: Backend>(grad: FloatTensor<B>, shape: &Shape) -> FloatTensor<B> {
     let grad_shape = grad.shape();
     let dims: Vec<usize> = (0..grad_shape.num_dims())
         .filter(|&i| grad_shape[i] != shape[i])

@@ -17,8 +17,7 @@
 //! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output.
 //! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
 //! - [`relu`]: a differentiable ReLU working in place on flex; [`bias_relu`]: a hidden
-//!   layer's bias and ReLU in one pass; [`linear_relu`]: a first layer on a few inputs
-//!   (product, bias and ReLU) in one pass.
+//!   layer's bias and ReLU in one pass.
 //! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
@@ -43,7 +42,6 @@ mod bias;
 mod checked;
 mod host;
 pub mod kernels;
-mod linear;
 mod matmul;
 mod spec;
 #[cfg(feature = "flex")]
@@ -56,7 +54,6 @@ pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
 pub use host::{Fill, HostBuffers, lerp, remap, unshared};
-pub use linear::{HostLinearRelu, linear_relu};
 pub use matmul::{HostMatmul, matmul};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};

@@ -24,10 +24,9 @@ pub trait HostMatmul: Backend {
 }
 
 #[cfg(feature = "flex")]
-pub(crate) mod flex {
+mod flex {
     use super::HostMatmul;
-    use crate::host::with_values;
-    use crate::thin::{FEW_TERMS, View, few_terms_bias_relu, thin_product};
+    use crate::thin::{View, thin_product};
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::backend::ops::FloatTensorOps as _;
@@ -80,32 +79,6 @@ pub(crate) mod flex {
         }
         let (m, k, k2, n) = (a[ra - 2], a[ra - 1], b[rb - 2], b[rb - 1]);
         (k == k2 && batch > 0 && m > 0 && k > 0 && n > 0).then_some((batch, m, k, n))
-    }
-
-    /// `relu(x · w + b)` in one pass ([`few_terms_bias_relu`]) when the product has few
-    /// terms: rank 2, `f32`, `x` `[m, k]` with `k ≤ FEW_TERMS`, `w` `[k, n]`, `b` `[1, n]`,
-    /// no negative stride; `None` otherwise.
-    pub(crate) fn linear_relu_few_terms(
-        x: &FlexTensor,
-        w: &FlexTensor,
-        b: &FlexTensor,
-    ) -> Option<FlexTensor> {
-        let (_, m, k, n) = dims(x, w).filter(|d| d.0 == 1 && d.2 <= FEW_TERMS)?;
-        let rank2 = x.layout().shape().num_dims() == 2;
-        let bs = b.layout().shape();
-        let bias_row = b.dtype() == DType::F32 && bs.num_dims() == 2 && bs[0] == 1 && bs[1] == n;
-        if !rank2 || !bias_row {
-            return None;
-        }
-        let a = operand(x).view(x.storage::<f32>(), 0)?;
-        let wv = operand(w).view(w.storage::<f32>(), 0)?;
-        let mut out: Vec<f32> = Vec::with_capacity(m * n);
-        with_values(b, |bias| {
-            few_terms_bias_relu((m, n, k), a, wv, bias, out.spare_capacity_mut())
-        });
-        // SAFETY: `few_terms_bias_relu` wrote all m·n values.
-        unsafe { out.set_len(m * n) };
-        Some(FlexTensor::from_data(TensorData::new(out, vec![m, n])))
     }
 
     impl HostMatmul for Flex {

@@ -9,7 +9,6 @@
 //! ([`multiversion!`](crate::multiversion)), so results are reproducible across CPUs; the
 //! order differs from the GEMM library's, so results differ from its in the last bits.
 
-use crate::kernels::relu_f32;
 use crate::multiversion;
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
@@ -111,91 +110,35 @@ pub(crate) fn thin_product(
 /// Output columns per register block of [`few_terms`] (four AVX-512 registers).
 const BLOCK: usize = 64;
 
-/// Writes `out = relu(a · b + bias)` (`a` is `m × k` with `k ≤ FEW_TERMS`, `b` is `k × n`,
-/// `bias` is `n` long, `out` row-major `m × n`): a hidden layer with few inputs in one
-/// pass over its output, the same bits as [`thin_product`] followed by
-/// [`bias_relu_rows`](crate::kernels::bias_relu_rows).
-///
-/// # Panics
-/// When `k` is 0 or more than [`FEW_TERMS`], a view reaches past its buffer, `bias` is not
-/// `n` long or `out` is not `m·n` long.
-pub(crate) fn few_terms_bias_relu(
-    (m, n, k): (usize, usize, usize),
-    a: View<'_>,
-    b: View<'_>,
-    bias: &[f32],
-    out: &mut [MaybeUninit<f32>],
-) {
-    assert!(
-        (1..=FEW_TERMS).contains(&k),
-        "few_terms_bias_relu: {k} terms"
-    );
-    assert_eq!(bias.len(), n, "few_terms_bias_relu: bias length");
-    assert_eq!(out.len(), m * n, "few_terms_bias_relu: output length");
-    if m > 0 && n > 0 {
-        few_terms_relu(&a.packed(m, k), &b.packed(k, n), k, bias, out);
-    }
-}
-
 multiversion! {
-    /// `out[i][j] = Σ_p a[i][p]·b[p][j]` for `k` terms, row-major operands ([`few_terms_body`]).
+    /// `out[i][j] = Σ_p a[i][p]·b[p][j]` for `k` terms, row-major operands; each output
+    /// sums its terms in order of `p` (`a₀b₀ + a₁b₁ + …`), vectorised over `j`.
     fn few_terms(a: &[f32], b: &[f32], k: usize, out: &mut [MaybeUninit<f32>]) {
-        few_terms_body::<false>(a, b, k, &[], out);
-    }
-}
-
-multiversion! {
-    /// `out[i][j] = relu_f32(Σ_p a[i][p]·b[p][j] + bias[j])` ([`few_terms_body`]).
-    fn few_terms_relu(a: &[f32], b: &[f32], k: usize, bias: &[f32], out: &mut [MaybeUninit<f32>]) {
-        few_terms_body::<true>(a, b, k, bias, out);
-    }
-}
-
-/// `out[i][j] = Σ_p a[i][p]·b[p][j]` for `k` terms, row-major operands; each output sums
-/// its terms in order of `p` (`a₀b₀ + a₁b₁ + …`), vectorised over `j`. With `RELU`,
-/// `relu_f32(sum + bias[j])` instead (`bias` `n` long), as
-/// [`bias_relu_rows`](crate::kernels::bias_relu_rows) computes it. Inlined into each
-/// instruction set's build of [`few_terms`] and [`few_terms_relu`]; a run-time choice of
-/// the epilogue inside the loop made the plain product 7% slower.
-#[inline(always)]
-fn few_terms_body<const RELU: bool>(
-    a: &[f32],
-    b: &[f32],
-    k: usize,
-    bias: &[f32],
-    out: &mut [MaybeUninit<f32>],
-) {
-    let n = b.len() / k;
-    let full = n / BLOCK * BLOCK;
-    let block = |v: &'_ [f32], at: usize| -> [f32; BLOCK] {
-        v[at..at + BLOCK].try_into().expect("a block")
-    };
-    for (ar, o) in a.chunks_exact(k).zip(out.chunks_exact_mut(n)) {
-        for j0 in (0..full).step_by(BLOCK) {
-            let b0 = block(b, j0);
-            let mut acc = [0.0f32; BLOCK];
-            for l in 0..BLOCK {
-                acc[l] = ar[0] * b0[l];
-            }
-            for (p, &ap) in ar.iter().enumerate().skip(1) {
-                let bp = block(b, p * n + j0);
+        let n = b.len() / k;
+        let full = n / BLOCK * BLOCK;
+        let block = |p: usize, j0: usize| -> &[f32; BLOCK] {
+            b[p * n + j0..p * n + j0 + BLOCK].try_into().expect("a block")
+        };
+        for (ar, o) in a.chunks_exact(k).zip(out.chunks_exact_mut(n)) {
+            for j0 in (0..full).step_by(BLOCK) {
+                let b0 = block(0, j0);
+                let mut acc = [0.0f32; BLOCK];
                 for l in 0..BLOCK {
-                    acc[l] += ap * bp[l];
+                    acc[l] = ar[0] * b0[l];
+                }
+                for (p, &ap) in ar.iter().enumerate().skip(1) {
+                    let bp = block(p, j0);
+                    for l in 0..BLOCK {
+                        acc[l] += ap * bp[l];
+                    }
+                }
+                for (o, s) in o[j0..j0 + BLOCK].iter_mut().zip(acc) {
+                    o.write(s);
                 }
             }
-            if RELU {
-                let c = block(bias, j0);
-                for l in 0..BLOCK {
-                    acc[l] = relu_f32(acc[l] + c[l]);
-                }
+            for (j, o) in o.iter_mut().enumerate().skip(full) {
+                o.write((1..k).fold(ar[0] * b[j], |s, p| s + ar[p] * b[p * n + j]));
             }
-            for (o, s) in o[j0..j0 + BLOCK].iter_mut().zip(acc) {
-                o.write(s);
-            }
-        }
-        for (j, o) in o.iter_mut().enumerate().skip(full) {
-            let s = (1..k).fold(ar[0] * b[j], |s, p| s + ar[p] * b[p * n + j]);
-            o.write(if RELU { relu_f32(s + bias[j]) } else { s });
         }
     }
 }

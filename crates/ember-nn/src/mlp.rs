@@ -138,8 +138,7 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
 }
 
 /// A hidden layer: `activation(norm(x · W + b))`, the bias and a ReLU in one pass over the
-/// product when there is no norm, and with the product too for a few inputs
-/// ([`ember_backend::linear_relu`]).
+/// product when there is no norm ([`ember_backend::bias_relu`]).
 fn hidden(
     layer: &Linear,
     x: Tensor<2>,
@@ -147,9 +146,10 @@ fn hidden(
     activation: Activation,
 ) -> Tensor<2> {
     match (&layer.bias, norm, activation) {
-        (Some(b), None, Activation::Relu) => {
-            ember_backend::linear_relu(x, layer.weight.val(), b.val().unsqueeze::<2>())
-        }
+        (Some(b), None, Activation::Relu) => ember_backend::bias_relu(
+            ember_backend::matmul(x, layer.weight.val()),
+            b.val().unsqueeze::<2>(),
+        ),
         _ => {
             let x = linear(layer, x);
             activation.apply(match norm {
