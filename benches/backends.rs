@@ -1,7 +1,7 @@
 //! Backend benchmarks (issue: one code path on flex, ndarray and libtorch).
 //!
 //! `cargo bench --bench backends` (add `--features tch` after
-//! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows).
+//! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for the libtorch rows).
 //! - `policy_forward/{backend}_b{1,4,16,256}`: a SAC actor 17→256→256→6 acting as an actor
 //!   does: host observations in, tanh-Gaussian action sampled with host noise
 //!   (`GaussianTanhPolicy::act_host`), actions back on the host; batches of 128+ rows split

@@ -2,8 +2,9 @@
 //! torch.compile table, for our backends).
 //!
 //! `cargo bench --bench inference` (add `--features tch` after
-//! `eval "$(scripts/setup-libtorch.sh)"` for the libtorch rows). Calls per second
-//! (criterion's elements/s, one element per call), host observations in and actions out:
+//! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for the libtorch rows).
+//! Calls per second (criterion's elements/s, one element per call), host observations in
+//! and actions out:
 //! - `inference/<backend>_<mode>_b<batch>`: SAC's actor 17→256→256→12 (ReLU) sampling a
 //!   tanh-Gaussian action; `eager` is burn's forward (`GaussianTanhPolicy::act_host`),
 //!   `frozen` the host fast path (`FrozenGaussianTanhPolicy::act`) frozen from that

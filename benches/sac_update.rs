@@ -2,9 +2,9 @@
 //! networks and HalfCheetah shapes (obs 17, act 6), by schedule and backend.
 //!
 //! `cargo bench --bench sac_update` (add `--features tch` after
-//! `eval "$(scripts/setup-libtorch.sh)"` for `sequential_tch_b256`). The PyTorch reference
-//! is `benches/reference/sac_update.py` (CleanRL's update, 1 and 2 threads); run it in the
-//! same window.
+//! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for
+//! `sequential_tch_b256`). The PyTorch reference is `benches/reference/sac_update.py`
+//! (CleanRL's update, 1 and 2 threads); run it in the same window.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ember::algo::{OffPolicyLearner, SacConfig, UpdateSchedule};

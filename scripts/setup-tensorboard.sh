@@ -6,7 +6,8 @@
 # Usage: scripts/setup-tensorboard.sh [VENV_DIR]     (default: .venv-tb in the repo root)
 # Idempotent: skips the install when the venv can already import the reader. Prints the
 # environment to export before `cargo test -p ember-cli`; `source` its output:
-#   eval "$(scripts/setup-tensorboard.sh)"
+#   scripts/setup-tensorboard.sh > /tmp/tb.env && . /tmp/tb.env
+# (a failed install then stops there; `eval "$(…)"` would hide it)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${1:-$ROOT/.venv-tb}"

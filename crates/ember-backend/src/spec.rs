@@ -153,7 +153,7 @@ impl DeviceSpec {
                     backend.feature(),
                     backend.feature(),
                     if backend == Backend::Tch {
-                        " after `eval \"$(scripts/setup-libtorch.sh)\"`"
+                        " after `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env`"
                     } else {
                         ""
                     }
