@@ -129,13 +129,8 @@ mod flex {
                 return None;
             }
             let shape = x.layout().shape().clone();
-            let out = with_values(&x, |old| {
-                let mut out: Vec<f32> = Vec::with_capacity(old.len());
-                fill(old, &mut out.spare_capacity_mut()[..old.len()]);
-                // SAFETY: `remap`'s caller promised that `fill` writes every value.
-                unsafe { out.set_len(old.len()) };
-                out
-            });
+            // SAFETY: `remap`'s caller promised that `fill` writes every value.
+            let out = with_values(&x, |old| unsafe { super::filled(old, fill) });
             Some(FlexTensor::from_data(TensorData::new(out, shape)))
         }
     }
@@ -219,11 +214,22 @@ pub unsafe fn remap<const D: usize>(
     }
     let data = x.clone().into_data();
     let old = data.as_slice::<f32>().expect("f32 values, checked above");
+    // SAFETY: the caller promised that `fill` writes every value.
+    let new = unsafe { filled(old, &mut fill) };
+    Tensor::from_data(TensorData::new(new, data.shape().clone()), &x.device())
+}
+
+/// A new vector of `old.len()` values that `fill(old, new)` writes ([`remap`]'s pass on
+/// either path).
+///
+/// # Safety
+/// `fill` must write every element of `new`.
+unsafe fn filled(old: &[f32], fill: &mut Fill<'_>) -> Vec<f32> {
     let mut new: Vec<f32> = Vec::with_capacity(old.len());
     fill(old, &mut new.spare_capacity_mut()[..old.len()]);
-    // SAFETY: the caller promised that `fill` writes every value.
+    // SAFETY: the caller promised that `fill` wrote all `old.len()` values.
     unsafe { new.set_len(old.len()) };
-    Tensor::from_data(TensorData::new(new, data.shape().clone()), &x.device())
+    new
 }
 
 /// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
