@@ -8,7 +8,8 @@
 //! - `inference/<backend>_<mode>_b<batch>`: SAC's actor 17→256→256→12 (ReLU) sampling a
 //!   tanh-Gaussian action; `eager` is burn's forward (`GaussianTanhPolicy::act_host`),
 //!   `frozen` the host fast path (`FrozenGaussianTanhPolicy::act`) frozen from that
-//!   backend's policy (it runs on the host whatever the backend).
+//!   backend's policy (it runs on the host whatever the backend), `frozen2` the same with
+//!   each batch split across two threads (`set_threads(2)`: this one and a helper).
 //! - `inference_ppo/<backend>_<mode>_b<batch>`: RLlib's default PPO model (two hidden
 //!   layers of 256, tanh) on CartPole shapes: logits of 2 actions and a value, as two
 //!   networks.
@@ -43,6 +44,8 @@ fn sac_actor(c: &mut Criterion) {
         let device = spec.device().unwrap();
         let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
         let mut frozen = FrozenGaussianTanhPolicy::new(&policy).unwrap();
+        let mut frozen2 = frozen.clone();
+        frozen2.set_threads(2).unwrap();
         let mut rng = EmberRng::seed_from(1);
         for batch in BATCHES {
             let obs = host(batch, 17, &mut rng);
@@ -55,12 +58,14 @@ fn sac_actor(c: &mut Criterion) {
                     black_box(&action);
                 })
             });
-            g.bench_function(format!("{}_frozen_b{batch}", name(spec)), |b| {
-                b.iter(|| {
-                    frozen.act(&obs, &mut rng, &mut action).unwrap();
-                    black_box(&action);
-                })
-            });
+            for (mode, f) in [("frozen", &mut frozen), ("frozen2", &mut frozen2)] {
+                g.bench_function(format!("{}_{mode}_b{batch}", name(spec)), |b| {
+                    b.iter(|| {
+                        f.act(&obs, &mut rng, &mut action).unwrap();
+                        black_box(&action);
+                    })
+                });
+            }
         }
     }
     g.finish();

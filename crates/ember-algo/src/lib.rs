@@ -92,7 +92,6 @@ mod td3;
 pub mod tensors;
 mod trainer;
 pub mod training_state;
-mod worker;
 
 pub use a2c::A2cConfig;
 pub use acting::ActingCopy;

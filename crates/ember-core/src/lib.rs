@@ -26,6 +26,7 @@ pub mod rng;
 pub mod space;
 pub mod state;
 pub mod transition;
+pub mod worker;
 
 pub use env::{Action, Env, Step, StepInfo};
 pub use error::{Error, Result};

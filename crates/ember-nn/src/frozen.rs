@@ -35,7 +35,9 @@
 use crate::gaussian_policy::GaussianTanhPolicy;
 use crate::mlp::{Activation, Mlp};
 use burn::tensor::Tensor;
+use ember_core::worker::Helper;
 use ember_core::{EmberRng, Error, Result};
+use std::sync::Arc;
 
 #[cfg(target_arch = "x86_64")]
 mod tiles;
@@ -66,8 +68,10 @@ fn host_values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 pub struct FrozenMlp {
     layers: Vec<HostLinear>,
     activation: Activation,
-    /// Ping-pong activations, grown to the largest batch seen.
-    scratch: [Vec<f32>; 2],
+    /// Ping-pong activations of each part of a batch, grown to the largest part seen.
+    scratch: Vec<[Vec<f32>; 2]>,
+    /// Threads that take the other parts of a batch ([`FrozenMlp::set_threads`]).
+    helpers: Vec<Arc<Helper>>,
 }
 
 impl FrozenMlp {
@@ -79,7 +83,8 @@ impl FrozenMlp {
         let mut frozen = FrozenMlp {
             layers: Vec::new(),
             activation: mlp.activation,
-            scratch: [Vec::new(), Vec::new()],
+            scratch: vec![[Vec::new(), Vec::new()]],
+            helpers: Vec::new(),
         };
         frozen.load(mlp, true)?;
         Ok(frozen)
@@ -145,37 +150,163 @@ impl FrozenMlp {
         self.layers[self.layers.len() - 1].outputs
     }
 
+    /// Splits each batch of at least two rows across `threads` threads: this one and
+    /// `threads − 1` helper threads kept for the network's lifetime (1, the default: this
+    /// thread only). Each thread runs the whole network on its share of the rows, so the
+    /// results are the same bits as on one thread. A helper spins for up to
+    /// `EMBER_SPIN_US` (500 µs) after each call before it blocks, so that back-to-back
+    /// calls pay no wake-up: give it a core of its own. Clones share the helpers.
+    ///
+    /// # Errors
+    /// `threads` is 0, or the system refused to start a thread (the network then keeps its
+    /// previous threads).
+    pub fn set_threads(&mut self, threads: usize) -> Result<()> {
+        if threads == 0 {
+            return Err(Error::invalid(
+                "frozen network threads",
+                "0",
+                "1 (this thread only) or more",
+            ));
+        }
+        let helpers = (1..threads)
+            .map(|i| Helper::spawn(&format!("ember-frozen-{i}")).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        self.helpers = helpers;
+        self.scratch.resize_with(threads, Default::default);
+        Ok(())
+    }
+
+    /// The threads a batch is split across ([`FrozenMlp::set_threads`]).
+    pub fn threads(&self) -> usize {
+        1 + self.helpers.len()
+    }
+
     /// `rows` rows of `x` (`rows × input_dim`) through the network into `out` (cleared,
     /// `rows × output_dim`).
     ///
     /// # Errors
-    /// An input of another length.
+    /// An input of another length; a helper thread that panicked or is gone.
     pub fn forward(&mut self, x: &[f32], rows: usize, out: &mut Vec<f32>) -> Result<()> {
+        self.forward_beside(x, rows, out, || {})
+    }
+
+    /// [`FrozenMlp::forward`] that also runs `beside` on the calling thread, before its own
+    /// share of the batch and while the helper threads compute theirs (work that does not
+    /// need the outputs, such as drawing the noise of a stochastic policy).
+    ///
+    /// # Errors
+    /// As [`FrozenMlp::forward`]; `beside` has run unless the input length was wrong.
+    pub fn forward_beside(
+        &mut self,
+        x: &[f32],
+        rows: usize,
+        out: &mut Vec<f32>,
+        beside: impl FnOnce(),
+    ) -> Result<()> {
         Error::check_len(
             "frozen network input (rows × input width)",
             rows * self.input_dim(),
             x.len(),
         )?;
-        let last = self.layers.len() - 1;
-        let kernel = Kernel::detect();
-        let [a, b] = &mut self.scratch;
-        let (mut src, mut dst): (&mut Vec<f32>, &mut Vec<f32>) = (a, b);
-        src.clear();
-        src.extend_from_slice(x);
-        for (k, layer) in self.layers.iter().enumerate() {
-            dst.clear();
-            dst.resize(rows * layer.outputs, 0.0);
-            let act = if k < last {
-                Some(self.activation)
-            } else {
-                None
-            };
-            kernel.layer(layer, src, rows, dst, act);
-            std::mem::swap(&mut src, &mut dst);
-        }
+        let (n_in, n_out) = (self.input_dim(), self.output_dim());
         out.clear();
-        out.extend_from_slice(src);
-        Ok(())
+        out.resize(rows * n_out, 0.0);
+        let parts = self.threads().min(rows).max(1);
+        let net = Net {
+            layers: &self.layers,
+            activation: self.activation,
+            kernel: Kernel::detect(),
+        };
+        // Part p takes rows [p·rows/parts, (p+1)·rows/parts).
+        let mut shares = Vec::with_capacity(parts);
+        let (mut x, mut y) = (x, &mut out[..]);
+        for (p, scratch) in self.scratch.iter_mut().enumerate().take(parts) {
+            let r = (p + 1) * rows / parts - p * rows / parts;
+            let (xp, xr) = x.split_at(r * n_in);
+            let (yp, yr) = y.split_at_mut(r * n_out);
+            shares.push(Share {
+                x: xp,
+                rows: r,
+                scratch,
+                out: yp,
+            });
+            (x, y) = (xr, yr);
+        }
+        net.run_split(&self.helpers, shares, beside)
+    }
+}
+
+/// The parts of a frozen network one forward pass reads.
+#[derive(Clone, Copy)]
+struct Net<'a> {
+    layers: &'a [HostLinear],
+    activation: Activation,
+    kernel: Kernel,
+}
+
+/// One thread's share of a batch.
+struct Share<'a> {
+    x: &'a [f32],
+    rows: usize,
+    scratch: &'a mut [Vec<f32>; 2],
+    out: &'a mut [f32],
+}
+
+impl Net<'_> {
+    /// The first share on this thread (after `beside`), the others on `helpers` (one each)
+    /// at the same time.
+    fn run_split(
+        self,
+        helpers: &[Arc<Helper>],
+        mut shares: Vec<Share<'_>>,
+        beside: impl FnOnce(),
+    ) -> Result<()> {
+        match helpers.split_first() {
+            Some((helper, rest)) if shares.len() > 1 => {
+                let last = shares.pop().expect("two shares or more");
+                helper
+                    .join(
+                        "a frozen network's helper thread",
+                        move || self.run(last),
+                        || self.run_split(rest, shares, beside),
+                    )?
+                    .1
+            }
+            _ => {
+                beside();
+                shares.into_iter().for_each(|share| self.run(share));
+                Ok(())
+            }
+        }
+    }
+
+    /// The whole network on one share: layer by layer through the share's ping-pong
+    /// buffers, the last layer straight into its output rows.
+    fn run(self, share: Share<'_>) {
+        let Share {
+            x,
+            rows,
+            scratch,
+            out,
+        } = share;
+        let last = self.layers.len() - 1;
+        let [a, b] = scratch;
+        let (mut cur, mut next) = (a, b);
+        let mut input = x;
+        for (k, layer) in self.layers.iter().enumerate() {
+            if k == last {
+                self.kernel.layer(layer, input, rows, out, None);
+                return;
+            }
+            let len = rows * layer.outputs;
+            if cur.len() < len {
+                cur.resize(len, 0.0);
+            }
+            self.kernel
+                .layer(layer, input, rows, &mut cur[..len], Some(self.activation));
+            std::mem::swap(&mut cur, &mut next);
+            input = &next[..len];
+        }
     }
 }
 
@@ -320,6 +451,14 @@ impl FrozenGaussianTanhPolicy {
         Ok(())
     }
 
+    /// Splits batches across `threads` threads ([`FrozenMlp::set_threads`]).
+    ///
+    /// # Errors
+    /// As [`FrozenMlp::set_threads`].
+    pub fn set_threads(&mut self, threads: usize) -> Result<()> {
+        self.net.set_threads(threads)
+    }
+
     /// Observation width.
     pub fn obs_dim(&self) -> usize {
         self.net.input_dim()
@@ -333,8 +472,8 @@ impl FrozenGaussianTanhPolicy {
     pub fn act(&mut self, obs: &[f32], rng: &mut EmberRng, out: &mut Vec<f32>) -> Result<()> {
         let rows = self.rows(obs)?;
         out.clear();
-        crate::noise::fill_standard_normal(rows * self.act_dim, rng, out);
-        self.net.forward(obs, rows, &mut self.raw)?;
+        let noise = || crate::noise::fill_standard_normal(rows * self.act_dim, rng, out);
+        self.net.forward_beside(obs, rows, &mut self.raw, noise)?;
         let a = self.act_dim;
         let (lo, hi) = self.log_std_bounds;
         for (row, e) in self.raw.chunks_exact(2 * a).zip(out.chunks_exact_mut(a)) {

@@ -146,3 +146,46 @@ fn refresh_copies_new_weights_in_place_and_refuses_other_shapes() {
     let e = FrozenMlp::new(&normed).unwrap_err().to_string();
     assert!(e.contains("layer norm"), "{e}");
 }
+
+#[test]
+fn a_batch_split_across_threads_gives_the_same_bits() {
+    let mlp = MlpConfig::new([17, 256, 256, 12]).init(&device()).unwrap();
+    let mut one = FrozenMlp::new(&mlp).unwrap();
+    let mut split = FrozenMlp::new(&mlp).unwrap();
+    split.set_threads(3).unwrap();
+    assert_eq!(split.threads(), 3);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for rows in [0, 1, 2, 3, 4, 7, 16, 33] {
+        let x = input(rows, 17, rows + 1);
+        one.forward(&x, rows, &mut a).unwrap();
+        split.forward(&x, rows, &mut b).unwrap();
+        assert_eq!(a, b, "{rows} rows");
+        assert_eq!(b.len(), rows * 12);
+    }
+    // Back to one thread; zero threads is refused and changes nothing.
+    let e = split.set_threads(0).unwrap_err().to_string();
+    assert!(e.contains("threads"), "{e}");
+    assert_eq!(split.threads(), 3);
+    split.set_threads(1).unwrap();
+    assert_eq!(split.threads(), 1);
+    let x = input(5, 17, 9);
+    one.forward(&x, 5, &mut a).unwrap();
+    split.forward(&x, 5, &mut b).unwrap();
+    assert_eq!(a, b);
+    // A wrong input length is an error on any number of threads.
+    split.set_threads(2).unwrap();
+    assert!(split.forward(&x[..16], 1, &mut b).is_err());
+
+    // The policy's split keeps its actions (same noise, same bits).
+    let policy = GaussianTanhPolicyConfig::new(17, 6)
+        .init(&device())
+        .unwrap();
+    let mut p1 = FrozenGaussianTanhPolicy::new(&policy).unwrap();
+    let mut p2 = FrozenGaussianTanhPolicy::new(&policy).unwrap();
+    p2.set_threads(2).unwrap();
+    let obs = input(8, 17, 4);
+    let (mut r1, mut r2) = (EmberRng::seed_from(5), EmberRng::seed_from(5));
+    p1.act(&obs, &mut r1, &mut a).unwrap();
+    p2.act(&obs, &mut r2, &mut b).unwrap();
+    assert_eq!(a, b);
+}

@@ -18,11 +18,11 @@ use crate::tensors::{column, matrix};
 use crate::training_state::{
     TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
 };
-use crate::worker::Worker;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 use ember_core::state::StateWriter;
+use ember_core::worker::Worker;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_nn::{
     CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,

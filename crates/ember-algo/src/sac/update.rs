@@ -52,7 +52,7 @@ impl NextActions {
             return Ok(sample_rows(&self.actor, x, 0, all));
         };
         let own = (*handed < all).then(|| sample_rows(&self.actor, x, *handed, all));
-        let (a, l) = crate::worker::receive(rx).ok_or_else(|| {
+        let (a, l) = ember_core::worker::receive(rx).ok_or_else(|| {
             Error::panicked(
                 format!("SAC update {step}"),
                 &"the actor half stopped before sampling the next actions",
@@ -267,7 +267,7 @@ impl ActorJob<'_> {
 /// Two threads agreeing that both halves of an update succeeded before either steps.
 /// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
 /// half never waits forever. The first to arrive spins briefly before it blocks
-/// ([`crate::worker::spin_until`]).
+/// ([`ember_core::worker::spin_until`]).
 #[derive(Default)]
 pub(super) struct Gate {
     /// (halves arrived, all arrived halves succeeded)
@@ -291,7 +291,7 @@ impl Gate {
                 return s.1;
             }
         }
-        crate::worker::spin_until(|| self.arrived.load(Ordering::Acquire) == 2);
+        ember_core::worker::spin_until(|| self.arrived.load(Ordering::Acquire) == 2);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while s.0 < 2 {
             s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
