@@ -175,7 +175,7 @@ struct Slot {
     finished: AtomicU64,
     /// Held by the one caller whose job is in the slot.
     busy: AtomicBool,
-    /// The last job's panic message, if it panicked.
+    /// The last job's panic payload, if it panicked.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     stop: AtomicBool,
 }

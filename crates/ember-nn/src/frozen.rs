@@ -185,7 +185,7 @@ impl FrozenMlp {
     /// `rows × output_dim`).
     ///
     /// # Errors
-    /// An input of another length; a helper thread that panicked or is gone.
+    /// An input of another length; a panic on a helper thread.
     pub fn forward(&mut self, x: &[f32], rows: usize, out: &mut Vec<f32>) -> Result<()> {
         self.forward_beside(x, rows, out, || {})
     }

@@ -117,7 +117,7 @@ fn sac(device: &DeviceSpec, schedule: UpdateSchedule) -> Result<ember_algo::Sac>
 
 /// The SAC actor per backend and batch: `eager` through burn (`act_host`), `frozen`
 /// through the host fast path (`FrozenGaussianTanhPolicy`, what SAC acts with on flex and
-/// ndarray).
+/// ndarray), `frozen2` the same with each batch split across two threads (`set_threads`).
 fn inference(secs: f64) -> Result<Vec<Figure>> {
     use burn::tensor::{Tensor, TensorData};
     let mut out = Vec::new();
@@ -126,6 +126,8 @@ fn inference(secs: f64) -> Result<Vec<Figure>> {
         let device = spec.device()?;
         let policy = ember_nn::GaussianTanhPolicyConfig::new(17, 6).init(&device)?;
         let mut frozen = ember_nn::FrozenGaussianTanhPolicy::new(&policy)?;
+        let mut frozen2 = frozen.clone();
+        frozen2.set_threads(2)?;
         let mut rng = EmberRng::seed_from(5);
         let label = spec.to_string().replace(':', "_");
         for batch in [1usize, 4, 16, 64, 256] {
@@ -137,7 +139,8 @@ fn inference(secs: f64) -> Result<Vec<Figure>> {
                 Ok(())
             })?;
             let fast = time(secs, || Ok(frozen.act(&obs, &mut rng, &mut actions)?))?;
-            for (mode, t) in [("eager", eager), ("frozen", fast)] {
+            let split = time(secs, || Ok(frozen2.act(&obs, &mut rng, &mut actions)?))?;
+            for (mode, t) in [("eager", eager), ("frozen", fast), ("frozen2", split)] {
                 out.push(Figure {
                     name: format!("inference/{label}_{mode}_b{batch}"),
                     value: 1.0 / t,
