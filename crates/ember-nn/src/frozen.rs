@@ -6,7 +6,7 @@
 //! action), where burn's eager forward pays packing and per-operation overhead that dwarf
 //! the arithmetic of a 17→256→256→12 network; measured faster than burn's eager forward
 //! from 1 to 64 rows and on a par at 256, so SAC acts through it below
-//! [`FROZEN_MAX_ROWS`] rows.
+//! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads.
 //!
 //! The kernel is chosen at run time for the CPU (AVX-512, AVX2 with FMA, or portable
 //! code). Results match the burn forward to float tolerance, not bit for bit (another
@@ -43,8 +43,9 @@ use std::sync::Arc;
 mod tiles;
 
 /// Batches of fewer rows than this act through the frozen path (measured on AMD Zen 4 for
-/// the SAC actor: 3.6× burn's eager forward at one row, 1.8× at four, 1.2× at 16 and 64, on
-/// a par at 256, where flex's GEMM starts to split rows across threads).
+/// the SAC actor on one thread: 4.0× flex's eager `act_host` at one row, 1.7× at four,
+/// 1.2–1.3× at 16 and 64, on a par at 256; from 128 rows `act_host` splits a batch
+/// across threads).
 pub const FROZEN_MAX_ROWS: usize = 128;
 
 /// One linear layer on the host: `y = x·W + b`, `W` row-major `[in, out]` (burn's layout).
