@@ -89,6 +89,17 @@ pub fn receive<T>(rx: &Receiver<T>) -> Option<T> {
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// Starts a thread named `name` running `body`; the error names it as a `kind` thread.
+fn start(name: &str, kind: &str, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(body)
+        .map_err(|e| Error::Unavailable {
+            what: format!("a `{name}` {kind} thread"),
+            hint: format!("the system refused to start a thread: {e}"),
+        })
+}
+
 /// One long-lived thread running submitted jobs in order.
 #[derive(Debug)]
 pub struct Worker {
@@ -103,17 +114,11 @@ impl Worker {
     /// Starts the thread, named `name`; an error if the system cannot start a thread.
     pub fn spawn(name: &str) -> Result<Worker> {
         let (jobs, queue) = channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || {
-                while let Some(job) = receive(&queue) {
-                    job();
-                }
-            })
-            .map_err(|e| Error::Unavailable {
-                what: format!("a `{name}` worker thread"),
-                hint: format!("the system refused to start a thread: {e}"),
-            })?;
+        let thread = start(name, "worker", move || {
+            while let Some(job) = receive(&queue) {
+                job();
+            }
+        })?;
         Ok(Worker {
             jobs: Some(jobs),
             thread: Some(thread),
@@ -223,13 +228,7 @@ impl Helper {
             stop: AtomicBool::new(false),
         });
         let shared = Arc::clone(&slot);
-        let thread = std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || serve(&shared))
-            .map_err(|e| Error::Unavailable {
-                what: format!("a `{name}` helper thread"),
-                hint: format!("the system refused to start a thread: {e}"),
-            })?;
+        let thread = start(name, "helper", move || serve(&shared))?;
         Ok(Helper {
             slot,
             thread: Some(thread),

@@ -399,8 +399,7 @@ fn layer_portable(l: &HostLinear, x: &[f32], rows: usize, y: &mut [f32], relu: b
             }
         }
         if relu {
-            yr.iter_mut()
-                .for_each(|v| *v = ember_backend::kernels::relu_f32(*v));
+            ember_backend::kernels::relu_in_place(yr);
         }
     }
 }
