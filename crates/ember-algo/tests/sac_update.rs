@@ -66,14 +66,16 @@ fn parallel_and_sequential_schedules_are_bit_identical() {
             "{spec}: same seed, same initial weights"
         );
         let mut rng = EmberRng::seed_from(5);
-        for step in 0..6 {
+        // Ten updates: the parallel learner's placements of the next values (five) take
+        // turns, each twice.
+        for step in 0..10 {
             let b = batch(&mut rng, 64);
             let ms = seq.update(&b, step).unwrap();
             let mp = par.update(&b, step).unwrap();
             assert_eq!(ms, mp, "{spec}: metrics at step {step}");
         }
         let after = state(&seq);
-        assert_eq!(after, state(&par), "{spec}: weights after 6 updates");
+        assert_eq!(after, state(&par), "{spec}: weights after 10 updates");
         assert_ne!(after, initial, "{spec}: the updates changed the weights");
         assert!(
             seq.alpha() < 1.0,

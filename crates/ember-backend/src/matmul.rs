@@ -21,6 +21,12 @@ pub trait HostMatmul: Backend {
     /// `lhs · rhs` over the last two dimensions, for rank-2 or rank-3 operands whose batch
     /// dimensions are equal (no broadcasting); other cases take burn's `matmul`.
     fn host_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// [`host_matmul`](HostMatmul::host_matmul) for a gradient `lhs` with many all-zero
+    /// rows (a minimum or a mask upstream sent nothing back through them): multiplies only
+    /// the other rows and writes `+0` for those, the bits the full product gives when
+    /// `rhs` is finite; the full product otherwise.
+    fn host_matmul_sparse_lhs(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
 #[cfg(feature = "flex")]
@@ -31,6 +37,7 @@ mod flex {
     use burn::backend::flex::FlexTensor;
     use burn::backend::ops::FloatTensorOps as _;
     use burn::tensor::{DType, TensorData};
+    use std::mem::MaybeUninit;
 
     /// One operand's place in its buffer: element offset and strides (batch, row, column).
     #[derive(Clone, Copy)]
@@ -83,58 +90,176 @@ mod flex {
 
     impl HostMatmul for Flex {
         fn host_matmul(lhs: FlexTensor, rhs: FlexTensor) -> FlexTensor {
-            let Some((batch, m, k, n)) = dims(&lhs, &rhs) else {
-                return Flex::float_matmul(lhs, rhs);
-            };
-            let (l, r) = (operand(&lhs), operand(&rhs));
-            let (ls, rs) = (lhs.storage::<f32>(), rhs.storage::<f32>());
-            let len = batch * m * n;
-            let mut out: Vec<f32> = Vec::with_capacity(len);
-            for i in 0..batch as isize {
-                let entry = &mut out.spare_capacity_mut()[i as usize * m * n..][..m * n];
-                if let (Some(a), Some(b)) = (l.view(ls, i), r.view(rs, i))
-                    && thin_product(m, n, k, a, b, entry)
-                {
-                    continue;
-                }
-                let dst = entry.as_mut_ptr().cast::<f32>();
-                // SAFETY: every offset stays inside its operand's buffer (flex's layout
-                // describes it); with `read_dst` false and m, n, k > 0 gemm writes all
-                // m·n outputs of this batch entry (`thin_product` wrote the others)
-                // before `set_len` below.
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        dst,
-                        1,
-                        n as isize,
-                        false,
-                        ls.as_ptr().offset(l.offset + i * l.batch),
-                        l.col,
-                        l.row,
-                        rs.as_ptr().offset(r.offset + i * r.batch),
-                        r.col,
-                        r.row,
-                        0.0f32,
-                        1.0f32,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
-            }
-            // SAFETY: all `len` values were written above.
-            unsafe { out.set_len(len) };
-            let shape = if lhs.layout().shape().num_dims() == 3 {
-                vec![batch, m, n]
-            } else {
-                vec![m, n]
-            };
-            FlexTensor::from_data(TensorData::new(out, shape))
+            product(lhs, rhs, false)
         }
+
+        fn host_matmul_sparse_lhs(lhs: FlexTensor, rhs: FlexTensor) -> FlexTensor {
+            product(lhs, rhs, true)
+        }
+    }
+
+    /// `lhs · rhs`; with `sparse`, each batch entry whose product goes to the GEMM
+    /// library may skip `lhs`'s all-zero rows ([`skip_zero_rows`]).
+    fn product(lhs: FlexTensor, rhs: FlexTensor, sparse: bool) -> FlexTensor {
+        let Some((batch, m, k, n)) = dims(&lhs, &rhs) else {
+            return Flex::float_matmul(lhs, rhs);
+        };
+        let (l, r) = (operand(&lhs), operand(&rhs));
+        let (ls, rs) = (lhs.storage::<f32>(), rhs.storage::<f32>());
+        let len = batch * m * n;
+        let mut out: Vec<f32> = Vec::with_capacity(len);
+        // Whether all of `rhs`'s buffer is finite, once asked.
+        let mut rhs_finite = None;
+        for i in 0..batch as isize {
+            let entry = &mut out.spare_capacity_mut()[i as usize * m * n..][..m * n];
+            if let (Some(a), Some(b)) = (l.view(ls, i), r.view(rs, i))
+                && (thin_product(m, n, k, a, b, entry)
+                    || sparse && skip_zero_rows(m, n, k, a, b, &mut rhs_finite, entry))
+            {
+                continue;
+            }
+            let dst = entry.as_mut_ptr().cast::<f32>();
+            // SAFETY: every offset stays inside its operand's buffer (flex's layout
+            // describes it); with `read_dst` false and m, n, k > 0 gemm writes all
+            // m·n outputs of this batch entry (`thin_product` wrote the others)
+            // before `set_len` below.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    dst,
+                    1,
+                    n as isize,
+                    false,
+                    ls.as_ptr().offset(l.offset + i * l.batch),
+                    l.col,
+                    l.row,
+                    rs.as_ptr().offset(r.offset + i * r.batch),
+                    r.col,
+                    r.row,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        }
+        // SAFETY: all `len` values were written above.
+        unsafe { out.set_len(len) };
+        let shape = if lhs.layout().shape().num_dims() == 3 {
+            vec![batch, m, n]
+        } else {
+            vec![m, n]
+        };
+        FlexTensor::from_data(TensorData::new(out, shape))
+    }
+
+    /// Fewest zero rows, as a share of `m` (1/DENSE_SHARE), worth gathering the others.
+    const DENSE_SHARE: usize = 8;
+
+    /// Fewest rows handed to the GEMM library in a compacted product (below, it changes
+    /// kernels: from 1 row to a matrix-vector product).
+    const MIN_ROWS: usize = 2;
+
+    /// Writes `out = a · b` multiplying only `a`'s rows that are not all zero (`-0`
+    /// included), gathered into one contiguous block, and `+0` into the others, when at
+    /// least an eighth of the rows are zero, `a`'s rows are contiguous and `b` is finite
+    /// (`finite` caches the check of `b`'s buffer); says whether it did. Each row's terms
+    /// are added in the same order as in the full product (the library's depth blocking
+    /// does not depend on the row count, tested), and a zero row times a finite `b` is
+    /// `+0` there too: the output's bits are the full product's.
+    fn skip_zero_rows(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: View<'_>,
+        b: View<'_>,
+        finite: &mut Option<bool>,
+        out: &mut [MaybeUninit<f32>],
+    ) -> bool {
+        if a.cs != 1 {
+            return false;
+        }
+        let row = |r: usize| &a.data[a.offset + r * a.rs..][..k];
+        let kept: Vec<usize> = (0..m).filter(|&r| !all_zero(row(r))).collect();
+        let rows = kept.len();
+        if (m - rows) * DENSE_SHARE < m || (1..MIN_ROWS).contains(&rows) {
+            return false;
+        }
+        if !*finite.get_or_insert_with(|| all_finite(b.data)) {
+            return false;
+        }
+        let mut dense: Vec<f32> = Vec::with_capacity(rows * n);
+        if rows > 0 {
+            let mut gathered = Vec::with_capacity(rows * k);
+            for &r in &kept {
+                gathered.extend_from_slice(row(r));
+            }
+            // SAFETY: `gathered` is `rows × k` row-major and `b` is `k × n` inside its
+            // buffer (`View`'s invariant); with `read_dst` false and rows, n, k > 0 gemm
+            // writes all `rows·n` outputs before `set_len`.
+            unsafe {
+                gemm::gemm(
+                    rows,
+                    n,
+                    k,
+                    dense.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    false,
+                    gathered.as_ptr(),
+                    1,
+                    k as isize,
+                    b.data.as_ptr().add(b.offset),
+                    b.cs as isize,
+                    b.rs as isize,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+                dense.set_len(rows * n);
+            }
+        }
+        let mut computed = kept.iter().zip(dense.chunks_exact(n)).peekable();
+        for (r, o) in out.chunks_exact_mut(n).enumerate() {
+            match computed.next_if(|&(&kr, _)| kr == r) {
+                Some((_, src)) => {
+                    for (o, &v) in o.iter_mut().zip(src) {
+                        o.write(v);
+                    }
+                }
+                None => o.fill(MaybeUninit::new(0.0)),
+            }
+        }
+        true
+    }
+
+    /// Whether every value of `x` is `+0` or `-0`: the sign bits shifted out, chunk by
+    /// chunk (an OR the compiler vectorises), stopping at the first chunk that is not.
+    fn all_zero(x: &[f32]) -> bool {
+        x.chunks(16)
+            .all(|c| c.iter().fold(0u32, |acc, v| acc | (v.to_bits() << 1)) == 0)
+    }
+
+    /// Whether every value of `x` is finite, in lanes the compiler vectorises (`v · 0`
+    /// is `0` for a finite `v` and NaN otherwise).
+    fn all_finite(x: &[f32]) -> bool {
+        const LANES: usize = 16;
+        let mut acc = [0.0f32; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for (a, &v) in acc.iter_mut().zip(c) {
+                *a += v * 0.0;
+            }
+        }
+        acc.iter().all(|a| *a == 0.0) && tail.iter().all(|v| v.is_finite())
     }
 }
 
@@ -160,7 +285,7 @@ impl<B: Backend + HostMatmul, C: CheckpointStrategy> HostMatmul for Autodiff<B, 
                     grads,
                     |grad| {
                         let rhs = rhs.expect("kept for a tracked lhs");
-                        B::host_matmul(grad, B::float_transpose(rhs))
+                        B::host_matmul_sparse_lhs(grad, B::float_transpose(rhs))
                     },
                     |grad| {
                         let lhs = lhs.expect("kept for a tracked rhs");
@@ -187,6 +312,12 @@ impl<B: Backend + HostMatmul, C: CheckpointStrategy> HostMatmul for Autodiff<B, 
             }
             OpsKind::UnTracked(prep) => prep.finish(B::host_matmul(l, r)),
         }
+    }
+
+    /// The differentiable [`host_matmul`](HostMatmul::host_matmul) (the zero rows are
+    /// skipped where the backward pass multiplies gradients).
+    fn host_matmul_sparse_lhs(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::host_matmul(lhs, rhs)
     }
 }
 
@@ -325,5 +456,91 @@ mod tests {
         let g = matmul(x.clone(), w.clone()).sum().backward();
         let g2 = x.matmul(w.clone()).sum().backward();
         assert_eq!(bits(w.grad(&g).unwrap()), bits(w.grad(&g2).unwrap()));
+    }
+
+    /// `host_matmul_sparse_lhs` on flex, through the dispatch backend.
+    fn sparse(lhs: Tensor<3>, rhs: Tensor<3>) -> Tensor<3> {
+        Tensor::from_dispatch(
+            <burn::backend::Dispatch as HostMatmul>::host_matmul_sparse_lhs(
+                lhs.into_dispatch(),
+                rhs.into_dispatch(),
+            ),
+        )
+    }
+
+    /// `filled` with the rows of batch entry `e` for which `zero(e, r)` set to `-0` or
+    /// `+0` (alternating).
+    fn with_zero_rows(
+        shape: [usize; 3],
+        seed: u32,
+        zero: impl Fn(usize, usize) -> bool,
+    ) -> Tensor<3> {
+        let d = Device::flex();
+        let mut v = filled(shape, seed, &d)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let [b, m, k] = shape;
+        for e in 0..b {
+            for r in (0..m).filter(|&r| zero(e, r)) {
+                let z = if r % 2 == 0 { -0.0 } else { 0.0 };
+                v[(e * m + r) * k..][..k].fill(z);
+            }
+        }
+        Tensor::from_data(TensorData::new(v, shape), &d)
+    }
+
+    #[test]
+    fn skipping_zero_rows_keeps_the_full_products_bits() {
+        let d = Device::flex();
+        // The backward pass's operand: a transposed weight, with negative values.
+        let w = filled([2, 96, 80], 21, &d).swap_dims(1, 2);
+        let cases: [(&str, Box<dyn Fn(usize, usize) -> bool>); 6] = [
+            // Complementary halves, as after a minimum over two critics.
+            ("alternate", Box::new(|e, r| (r * 7 + e) % 3 == e % 2)),
+            (
+                "odd count",
+                Box::new(|e, r| r % 5 != 0 || (e == 1 && r == 0)),
+            ),
+            ("all zero", Box::new(|_, _| true)),
+            ("one row left", Box::new(|_, r| r != 17)),
+            ("too few zero rows", Box::new(|_, r| r == 3)),
+            ("none", Box::new(|_, _| false)),
+        ];
+        for (name, zero) in cases {
+            let g = with_zero_rows([2, 61, 80], 22, zero);
+            let full = g.clone().matmul(w.clone());
+            assert_eq!(bits(sparse(g, w.clone())), bits(full), "{name}");
+        }
+        // A non-finite weight: the zero rows get its NaN as in the full product.
+        let mut v = filled([2, 80, 96], 23, &d)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        v[5] = f32::INFINITY;
+        let w = Tensor::<3>::from_data(TensorData::new(v, [2, 80, 96]), &d);
+        let g = with_zero_rows([2, 61, 80], 24, |_, r| r % 2 == 0);
+        let (ours, full) = (sparse(g.clone(), w.clone()), g.matmul(w));
+        assert!(ours.clone().is_nan().any().into_scalar::<bool>());
+        assert_eq!(bits(ours), bits(full));
+    }
+
+    #[test]
+    fn gradients_through_a_minimum_equal_burns() {
+        // Two members' hidden layers and a minimum over their outputs: each member's
+        // output gradient is zero on the rows where the other is smaller.
+        let d = Device::flex().autodiff();
+        let grads_of = |ours: bool| {
+            let x = filled([1, 64, 48], 31, &d).require_grad();
+            let w = filled([2, 48, 40], 32, &d);
+            let v = filled([2, 40, 1], 33, &d);
+            let mm = |a: Tensor<3>, b: Tensor<3>| if ours { matmul(a, b) } else { a.matmul(b) };
+            let h = burn::tensor::activation::relu(mm(x.clone().expand([2, 64, 48]), w));
+            let q = mm(h, v);
+            let [q0, q1] = [0, 1].map(|i| q.clone().narrow(0, i, 1));
+            let g = q0.min_pair(q1).sum().backward();
+            bits(x.grad(&g).unwrap())
+        };
+        assert_eq!(grads_of(true), grads_of(false));
     }
 }

@@ -1,9 +1,9 @@
 //! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
-use super::balance::NextActionsPlacement;
+use super::balance::NextValuesPlacement;
 use super::update::{
-    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextActions, sample_rows,
+    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextValues,
 };
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
@@ -60,8 +60,8 @@ pub struct Sac {
     sde: SdeSchedule,
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
-    /// Which thread samples the next actions under [`UpdateSchedule::Parallel`].
-    placement: NextActionsPlacement,
+    /// Which thread computes the next values under [`UpdateSchedule::Parallel`].
+    placement: NextValuesPlacement,
     /// The acting copy (module, updates since its refresh) from before the parallel
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
@@ -128,7 +128,7 @@ impl Sac {
             frozen,
             sde: SdeSchedule::new(config.sde_sample_freq),
             worker: None,
-            placement: NextActionsPlacement::default(),
+            placement: NextValuesPlacement::default(),
             acting_undo: None,
             progress: Progress::default(),
             learn,
@@ -225,15 +225,12 @@ impl Sac {
                 let worker = self.worker.as_ref().expect("started above");
                 let started = Instant::now();
                 let choice = self.placement.choice();
-                let rows = NextActionsPlacement::rows(choice, x.next_obs.dims()[0]);
-                let hand_off = job.hand_off_next_actions(rows);
+                let rows = NextValuesPlacement::rows(choice, x.next_obs.dims()[0]);
+                let hand_off = job.hand_off_next_values(rows);
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
-                if let Some((actor, to_critic)) = hand_off {
+                if let Some(hand_off) = hand_off {
                     // The critic half starts with its forward pass and needs these after.
-                    let next = sample_rows(&actor, x, 0, rows);
-                    // A send fails only if the critic half has already stopped (a
-                    // panic), which its result reports.
-                    let _ = to_critic.send(next);
+                    hand_off.run(x);
                 }
                 let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| {
                     actor_arrival.both_ok(ok)
@@ -370,7 +367,7 @@ impl OffPolicyLearner for Sac {
             critic: self.critic.clone(),
             target: self.target.clone(),
             optim: self.critic_optim.clone(),
-            next: NextActions {
+            next: NextValues {
                 actor: self.actor.valid(),
                 handed: None,
             },

@@ -3,7 +3,7 @@
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
 //! (the two halves of one update and the gate between them), `balance` (which thread
-//! samples the next actions), `learner` (the [`Sac`]
+//! computes the soft target's next values), `learner` (the [`Sac`]
 //! learner: state, acting, checkpoints, the trait glue).
 //!
 //! ## Update semantics
@@ -19,10 +19,11 @@
 //!
 //! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
 //! step on one thread and the actor + temperature step on another. The actor thread may
-//! first sample half or all of the soft target's next actions `a'` and hand them over
-//! while the critic thread runs the critic's forward pass (the critic half holds more of
-//! the work): the learner times the placements over its first updates and keeps the
-//! fastest (`balance`).
+//! first compute a quarter, half, three quarters or all of the rows of the soft target's
+//! next values (actions `a'`, `log π(a'|s')` and `min Q̄(s', a')`) and hand them over while
+//! the critic thread runs the critic's forward pass (the critic half holds more of the
+//! work): the learner times the placements over its first updates and keeps the fastest
+//! (`balance`).
 //! The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
 //! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked
