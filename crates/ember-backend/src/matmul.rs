@@ -124,26 +124,13 @@ mod flex {
             // m·n outputs of this batch entry (`thin_product` wrote the others)
             // before `set_len` below.
             unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
+                gemm_into(
+                    (m, n, k),
                     dst,
-                    1,
-                    n as isize,
-                    false,
                     ls.as_ptr().offset(l.offset + i * l.batch),
-                    l.col,
-                    l.row,
+                    (l.row, l.col),
                     rs.as_ptr().offset(r.offset + i * r.batch),
-                    r.col,
-                    r.row,
-                    0.0f32,
-                    1.0f32,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
+                    (r.row, r.col),
                 );
             }
         }
@@ -155,6 +142,46 @@ mod flex {
             vec![m, n]
         };
         FlexTensor::from_data(TensorData::new(out, shape))
+    }
+
+    /// `dst = lhs · rhs` by the GEMM library on one thread, `dst` row-major `m × n` and
+    /// written without being read; the operands' strides are `(row, column)`.
+    ///
+    /// # Safety
+    /// `dst` holds `m·n` floats; the operands' strides keep every element `m × k` and
+    /// `k × n` inside their buffers.
+    unsafe fn gemm_into(
+        (m, n, k): (usize, usize, usize),
+        dst: *mut f32,
+        lhs: *const f32,
+        (lhs_rs, lhs_cs): (isize, isize),
+        rhs: *const f32,
+        (rhs_rs, rhs_cs): (isize, isize),
+    ) {
+        // SAFETY: the caller's contract; alpha 0 with `read_dst` false overwrites `dst`.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst,
+                1,
+                n as isize,
+                false,
+                lhs,
+                lhs_cs,
+                lhs_rs,
+                rhs,
+                rhs_cs,
+                rhs_rs,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
     }
 
     /// Fewest zero rows, as a share of `m` (1/DENSE_SHARE), worth gathering the others.
@@ -202,26 +229,13 @@ mod flex {
             // buffer (`View`'s invariant); with `read_dst` false and rows, n, k > 0 gemm
             // writes all `rows·n` outputs before `set_len`.
             unsafe {
-                gemm::gemm(
-                    rows,
-                    n,
-                    k,
+                gemm_into(
+                    (rows, n, k),
                     dense.as_mut_ptr(),
-                    1,
-                    n as isize,
-                    false,
                     gathered.as_ptr(),
-                    1,
-                    k as isize,
+                    (k as isize, 1),
                     b.data.as_ptr().add(b.offset),
-                    b.cs as isize,
-                    b.rs as isize,
-                    0.0f32,
-                    1.0f32,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
+                    (b.rs as isize, b.cs as isize),
                 );
                 dense.set_len(rows * n);
             }
@@ -495,7 +509,9 @@ mod tests {
         let d = Device::flex();
         // The backward pass's operand: a transposed weight, with negative values.
         let w = filled([2, 96, 80], 21, &d).swap_dims(1, 2);
-        let cases: [(&str, Box<dyn Fn(usize, usize) -> bool>); 6] = [
+        /// Which rows of which batch entry are zero.
+        type ZeroRows = Box<dyn Fn(usize, usize) -> bool>;
+        let cases: [(&str, ZeroRows); 6] = [
             // Complementary halves, as after a minimum over two critics.
             ("alternate", Box::new(|e, r| (r * 7 + e) % 3 == e % 2)),
             (
