@@ -1,12 +1,14 @@
 //! Frozen inference forms of the networks: weights copied once into host buffers, bias and
 //! activation fused into each layer, register-tiled SIMD kernels (a tile of up to four rows
-//! × 64 outputs stays in registers while the inputs stream by; at one row the zero inputs a
-//! ReLU leaves are skipped), and no allocation per call once the scratch buffers have grown
-//! to the batch. For acting on a CPU (problem 5 of the design: one actor choosing one
+//! × 64 outputs stays in registers while the inputs stream by; inputs that are zero in all
+//! of a tile's rows, as a ReLU leaves about half of them at one row, are listed out first
+//! and never read), and no allocation per call once the scratch buffers have grown to the
+//! batch. For acting on a CPU (problem 5 of the design: one actor choosing one
 //! action), where burn's eager forward pays packing and per-operation overhead that dwarf
 //! the arithmetic of a 17→256→256→12 network; measured faster than burn's eager forward
 //! from 1 to 64 rows and on a par at 256, so SAC acts through it below
-//! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads.
+//! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads (a
+//! single row by the columns of its widest layer).
 //!
 //! The kernel is chosen at run time for the CPU (AVX-512, AVX2 with FMA, or portable
 //! code). Results match the burn forward to float tolerance, not bit for bit (another
@@ -37,6 +39,7 @@ use crate::mlp::{Activation, Mlp};
 use burn::tensor::Tensor;
 use ember_core::worker::Helper;
 use ember_core::{EmberRng, Error, Result};
+use std::ops::Range;
 use std::sync::Arc;
 
 #[cfg(target_arch = "x86_64")]
@@ -69,8 +72,11 @@ fn host_values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 pub struct FrozenMlp {
     layers: Vec<HostLinear>,
     activation: Activation,
-    /// Ping-pong activations of each part of a batch, grown to the largest part seen.
-    scratch: Vec<[Vec<f32>; 2]>,
+    /// Each part of a batch's buffers, grown to the largest part seen.
+    scratch: Vec<Scratch>,
+    /// A single row's activations after the layer split by columns (see
+    /// [`FrozenMlp::set_threads`]).
+    wide: Vec<f32>,
     /// Threads that take the other parts of a batch ([`FrozenMlp::set_threads`]).
     helpers: Vec<Arc<Helper>>,
 }
@@ -84,7 +90,8 @@ impl FrozenMlp {
         let mut frozen = FrozenMlp {
             layers: Vec::new(),
             activation: mlp.activation,
-            scratch: vec![[Vec::new(), Vec::new()]],
+            scratch: vec![Scratch::default()],
+            wide: Vec::new(),
             helpers: Vec::new(),
         };
         frozen.load(mlp, true)?;
@@ -151,10 +158,15 @@ impl FrozenMlp {
         self.layers[self.layers.len() - 1].outputs
     }
 
-    /// Splits each batch of at least two rows across `threads` threads: this one and
-    /// `threads − 1` helper threads kept for the network's lifetime (1, the default: this
-    /// thread only). Each thread runs the whole network on its share of the rows, so the
-    /// results are the same bits as on one thread. A helper spins for up to
+    /// Splits each batch across `threads` threads: this one and `threads − 1` helper threads
+    /// kept for the network's lifetime (1, the default: this thread only). A batch of at
+    /// least two rows is split by rows, each thread running the whole network on its
+    /// share. A single row (acting in one environment) is split by the outputs of the
+    /// second-to-last layer, the widest product of the usual shapes (256×256 of
+    /// 17→256→256→12), in blocks of 64: each thread computes the layers before it whole,
+    /// then its columns, and this thread the last layer once all have finished (used when
+    /// that layer has at least 128 outputs). Every output is summed in the same order
+    /// either way, so the results are the same bits as on one thread. A helper spins for up to
     /// `EMBER_SPIN_US` (500 µs) after each call before it blocks, so that back-to-back
     /// calls pay no wake-up: give it a core of its own. Clones share the helpers.
     ///
@@ -204,6 +216,27 @@ impl FrozenMlp {
         out: &mut Vec<f32>,
         beside: impl FnOnce(),
     ) -> Result<()> {
+        self.forward_then(x, rows, out, Rows::none(), beside, &|_, _| {})
+    }
+
+    /// Whether a batch of `rows` rows is split by rows across threads
+    /// ([`FrozenMlp::set_threads`]).
+    fn splits_rows(&self, rows: usize) -> bool {
+        rows >= 2 && self.threads() >= 2
+    }
+
+    /// [`FrozenMlp::forward_beside`] in which each thread that takes a share of a batch
+    /// split by rows then runs `then(its output rows, its rows of side)` (`side.width`
+    /// values per row); unsplit, `then` runs once on this thread over all rows.
+    fn forward_then(
+        &mut self,
+        x: &[f32],
+        rows: usize,
+        out: &mut Vec<f32>,
+        side: Rows<'_>,
+        beside: impl FnOnce(),
+        then: &(impl Fn(&[f32], &mut [f32]) + Sync),
+    ) -> Result<()> {
         Error::check_len(
             "frozen network input (rows × input width)",
             rows * self.input_dim(),
@@ -212,29 +245,108 @@ impl FrozenMlp {
         let (n_in, n_out) = (self.input_dim(), self.output_dim());
         out.clear();
         out.resize(rows * n_out, 0.0);
-        let parts = self.threads().min(rows).max(1);
         let net = Net {
             layers: &self.layers,
             activation: self.activation,
             kernel: Kernel::detect(),
         };
+        if rows == 1 && self.layers.len() >= 2 {
+            let width = self.layers[self.layers.len() - 2].outputs;
+            let parts = self.threads().min(width / COLUMN_BLOCK);
+            if parts >= 2 {
+                net.run_by_columns(
+                    &self.helpers,
+                    x,
+                    ColumnJobs {
+                        parts,
+                        scratch: &mut self.scratch,
+                        wide: &mut self.wide,
+                    },
+                    out,
+                    beside,
+                )?;
+                then(out, side.values);
+                return Ok(());
+            }
+        }
+        let parts = if self.splits_rows(rows) {
+            self.threads().min(rows)
+        } else {
+            1
+        };
         // Part p takes rows [p·rows/parts, (p+1)·rows/parts).
         let mut shares = Vec::with_capacity(parts);
-        let (mut x, mut y) = (x, &mut out[..]);
+        let (mut x, mut y, mut z) = (x, &mut out[..], side.values);
         for (p, scratch) in self.scratch.iter_mut().enumerate().take(parts) {
             let r = (p + 1) * rows / parts - p * rows / parts;
             let (xp, xr) = x.split_at(r * n_in);
             let (yp, yr) = y.split_at_mut(r * n_out);
+            let (zp, zr) = z.split_at_mut((r * side.width).min(z.len()));
             shares.push(Share {
                 x: xp,
                 rows: r,
                 scratch,
                 out: yp,
+                side: zp,
             });
-            (x, y) = (xr, yr);
+            (x, y, z) = (xr, yr, zr);
         }
-        net.run_split(&self.helpers, shares, beside)
+        let work = |share: Share<'_>| {
+            let Share {
+                x,
+                rows,
+                scratch,
+                out,
+                side,
+            } = share;
+            net.run(x, rows, scratch, out);
+            then(out, side);
+        };
+        net.run_split(&self.helpers, shares, beside, &work)
     }
+}
+
+/// Values that go with each row of a batch: `width` per row.
+struct Rows<'a> {
+    values: &'a mut [f32],
+    width: usize,
+}
+
+impl Rows<'_> {
+    /// Nothing with the rows.
+    fn none() -> Self {
+        Rows {
+            values: &mut [],
+            width: 0,
+        }
+    }
+}
+
+/// One part of a batch's buffers: ping-pong activations and the kernel's list of live
+/// inputs.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    act: [Vec<f32>; 2],
+    live: Vec<u32>,
+}
+
+/// The columns of a single row's split layer go to the threads in blocks of this many
+/// (a multiple of every kernel's vector width).
+const COLUMN_BLOCK: usize = 64;
+
+/// The buffers of a single row split by columns ([`Net::run_by_columns`]).
+struct ColumnJobs<'a> {
+    parts: usize,
+    scratch: &'a mut [Scratch],
+    wide: &'a mut Vec<f32>,
+}
+
+/// One thread's columns of a single row's split layer.
+struct ColumnShare<'a> {
+    x: &'a [f32],
+    scratch: &'a mut Scratch,
+    from: usize,
+    out: &'a mut [f32],
 }
 
 /// The parts of a frozen network one forward pass reads.
@@ -249,62 +361,141 @@ struct Net<'a> {
 struct Share<'a> {
     x: &'a [f32],
     rows: usize,
-    scratch: &'a mut [Vec<f32>; 2],
+    scratch: &'a mut Scratch,
     out: &'a mut [f32],
+    /// The share's rows of the values that go with the batch ([`Rows`]).
+    side: &'a mut [f32],
 }
 
 impl Net<'_> {
-    /// The first share on this thread (after `beside`), the others on `helpers` (one each)
+    /// The first job on this thread (after `beside`), the others on `helpers` (one each)
     /// at the same time.
-    fn run_split(
+    fn run_split<J: Send>(
         self,
         helpers: &[Arc<Helper>],
-        mut shares: Vec<Share<'_>>,
+        mut jobs: Vec<J>,
         beside: impl FnOnce(),
+        work: &(impl Fn(J) + Sync),
     ) -> Result<()> {
         match helpers.split_first() {
-            Some((helper, rest)) if shares.len() > 1 => {
-                let last = shares.pop().expect("two shares or more");
+            Some((helper, rest)) if jobs.len() > 1 => {
+                let last = jobs.pop().expect("two jobs or more");
                 helper
                     .join(
                         "a frozen network's helper thread",
-                        move || self.run(last),
-                        || self.run_split(rest, shares, beside),
+                        move || work(last),
+                        || self.run_split(rest, jobs, beside, work),
                     )?
                     .1
             }
             _ => {
                 beside();
-                shares.into_iter().for_each(|share| self.run(share));
+                jobs.into_iter().for_each(work);
                 Ok(())
             }
         }
     }
 
-    /// The whole network on one share: layer by layer through the share's ping-pong
-    /// buffers, the last layer straight into its output rows.
-    fn run(self, share: Share<'_>) {
-        let Share {
-            x,
-            rows,
+    /// One row (`x`) through the network with the second-to-last layer's outputs split
+    /// into `jobs.parts` column ranges (blocks of [`COLUMN_BLOCK`]), one per thread, and
+    /// the last layer on this thread into `out`.
+    fn run_by_columns(
+        self,
+        helpers: &[Arc<Helper>],
+        x: &[f32],
+        jobs: ColumnJobs<'_>,
+        out: &mut [f32],
+        beside: impl FnOnce(),
+    ) -> Result<()> {
+        let ColumnJobs {
+            parts,
             scratch,
+            wide,
+        } = jobs;
+        let (last, split) = self.layers.split_last().expect("two layers or more");
+        let split = split.last().expect("two layers or more");
+        let width = split.outputs;
+        wide.resize(width, 0.0);
+        let blocks = width / COLUMN_BLOCK;
+        let bound = |p: usize| {
+            if p == parts {
+                width
+            } else {
+                p * blocks / parts * COLUMN_BLOCK
+            }
+        };
+        let mut shares = Vec::with_capacity(parts);
+        let mut rest = &mut wide[..];
+        for (p, scratch) in scratch.iter_mut().enumerate().take(parts) {
+            let (from, to) = (bound(p), bound(p + 1));
+            let (mine, others) = rest.split_at_mut(to - from);
+            shares.push(ColumnShare {
+                x,
+                scratch,
+                from,
+                out: mine,
+            });
+            rest = others;
+        }
+        self.run_split(helpers, shares, beside, &|share| self.run_columns(share))?;
+        let live = &mut scratch[0].live;
+        self.kernel
+            .layer(last, wide, 1, out, None, 0..last.outputs, live);
+        Ok(())
+    }
+
+    /// The layers before the split one on one row, then the share's columns of the split
+    /// layer.
+    fn run_columns(self, share: ColumnShare<'_>) {
+        let ColumnShare {
+            x,
+            scratch,
+            from,
             out,
         } = share;
+        let split = self.layers.len() - 2;
+        let Scratch { act: [a, b], live } = scratch;
+        let (mut cur, mut next) = (a, b);
+        let mut input = x;
+        for (k, layer) in self.layers[..=split].iter().enumerate() {
+            if k == split {
+                let cols = from..from + out.len();
+                let act = Some(self.activation);
+                self.kernel.layer(layer, input, 1, out, act, cols, live);
+                return;
+            }
+            let len = layer.outputs;
+            if cur.len() < len {
+                cur.resize(len, 0.0);
+            }
+            let act = Some(self.activation);
+            self.kernel
+                .layer(layer, input, 1, &mut cur[..len], act, 0..len, live);
+            std::mem::swap(&mut cur, &mut next);
+            input = &next[..len];
+        }
+    }
+
+    /// The whole network on `rows` rows of `x`: layer by layer through the ping-pong
+    /// buffers of `scratch`, the last layer straight into `out`.
+    fn run(self, x: &[f32], rows: usize, scratch: &mut Scratch, out: &mut [f32]) {
         let last = self.layers.len() - 1;
-        let [a, b] = scratch;
+        let Scratch { act: [a, b], live } = scratch;
         let (mut cur, mut next) = (a, b);
         let mut input = x;
         for (k, layer) in self.layers.iter().enumerate() {
+            let all = 0..layer.outputs;
             if k == last {
-                self.kernel.layer(layer, input, rows, out, None);
+                self.kernel.layer(layer, input, rows, out, None, all, live);
                 return;
             }
             let len = rows * layer.outputs;
             if cur.len() < len {
                 cur.resize(len, 0.0);
             }
+            let act = Some(self.activation);
             self.kernel
-                .layer(layer, input, rows, &mut cur[..len], Some(self.activation));
+                .layer(layer, input, rows, &mut cur[..len], act, all, live);
             std::mem::swap(&mut cur, &mut next);
             input = &next[..len];
         }
@@ -330,6 +521,8 @@ impl Kernel {
             *KERNEL.get_or_init(|| {
                 if std::env::var_os("EMBER_PORTABLE_KERNELS").is_some() {
                     Kernel::Portable
+                } else if !is_x86_feature_detected!("popcnt") {
+                    Kernel::Portable
                 } else if is_x86_feature_detected!("avx512f") {
                     Kernel::Avx512
                 } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
@@ -343,63 +536,119 @@ impl Kernel {
         Kernel::Portable
     }
 
-    fn layer(self, l: &HostLinear, x: &[f32], rows: usize, y: &mut [f32], act: Option<Activation>) {
-        let (n_in, n_out) = (l.inputs, l.outputs);
+    /// Outputs `cols` of `y = act(x·W + b)` for `rows` rows of `x` into `y` (`rows ×
+    /// cols.len()`, row-major), listing live inputs in `live`.
+    #[allow(clippy::too_many_arguments)]
+    fn layer(
+        self,
+        l: &HostLinear,
+        x: &[f32],
+        rows: usize,
+        y: &mut [f32],
+        act: Option<Activation>,
+        cols: Range<usize>,
+        live: &mut Vec<u32>,
+    ) {
+        let (n_in, n_out, width) = (l.inputs, l.outputs, cols.len());
         assert!(
             x.len() >= rows * n_in
-                && y.len() >= rows * n_out
+                && cols.start <= cols.end
+                && cols.end <= n_out
+                && y.len() >= rows * width
                 && l.weight.len() == n_in * n_out
                 && l.bias.len() == n_out,
             "frozen layer: buffer lengths"
         );
         #[cfg(target_arch = "x86_64")]
-        let parts = tiles::Parts {
-            inputs: n_in,
-            outputs: n_out,
-            weight: l.weight.as_ptr(),
-            bias: l.bias.as_ptr(),
-        };
+        if live.len() < n_in + tiles::LIVE_SLACK {
+            live.resize(n_in + tiles::LIVE_SLACK, 0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        let (parts, out) = (
+            tiles::Parts {
+                inputs: n_in,
+                outputs: n_out,
+                weight: l.weight.as_ptr(),
+                bias: l.bias.as_ptr(),
+            },
+            tiles::Out {
+                ptr: y.as_mut_ptr(),
+                stride: width,
+                from: cols.start,
+            },
+        );
         let relu = act == Some(Activation::Relu);
         match self {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the features were detected at run time; the lengths are checked above.
             Kernel::Avx512 => unsafe {
-                tiles::layer_avx512(parts, x.as_ptr(), rows, y.as_mut_ptr(), relu)
+                let live = live.as_mut_ptr();
+                tiles::layer_avx512(parts, x.as_ptr(), rows, out, cols.end, relu, live)
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Kernel::Avx2Fma => unsafe {
-                tiles::layer_avx2(parts, x.as_ptr(), rows, y.as_mut_ptr(), relu)
+                let live = live.as_mut_ptr();
+                tiles::layer_avx2(parts, x.as_ptr(), rows, out, cols.end, relu, live)
             },
-            Kernel::Portable => layer_portable(l, x, rows, y, relu),
+            Kernel::Portable => layer_portable(l, x, rows, y, relu, cols),
         }
         if act == Some(Activation::Tanh) {
-            ember_backend::kernels::tanh_in_place(&mut y[..rows * n_out]);
+            ember_backend::kernels::tanh_in_place(&mut y[..rows * width]);
         }
     }
 }
 
-/// `y = x·W + b` (ReLU'd when `relu`), row by row, without SIMD: each output row starts as
-/// the bias and gains `x_i` times weight row `i` for every input `i`, in order of `i` (the
-/// order of the [`tiles`] kernels, there with one rounding per multiply-add). After a ReLU
-/// about half the inputs are zero; their weight rows add nothing (the weights are finite)
-/// and are skipped.
-fn layer_portable(l: &HostLinear, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
-    let (n_in, n_out) = (l.inputs, l.outputs);
+/// Outputs `cols` of `y = x·W + b` (ReLU'd when `relu`), row by row, without SIMD: each
+/// output row starts as the bias and gains `x_i` times weight row `i` for every input `i`,
+/// in order of `i` (the order of the [`tiles`] kernels, there with one rounding per
+/// multiply-add). After a ReLU about half the inputs are zero; their weight rows add
+/// nothing (the weights are finite) and are skipped.
+fn layer_portable(
+    l: &HostLinear,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    relu: bool,
+    cols: Range<usize>,
+) {
+    let (n_in, n_out, width) = (l.inputs, l.outputs, cols.len());
     for r in 0..rows {
-        let yr = &mut y[r * n_out..(r + 1) * n_out];
-        yr.copy_from_slice(&l.bias);
+        let yr = &mut y[r * width..(r + 1) * width];
+        yr.copy_from_slice(&l.bias[cols.clone()]);
         for (i, &xi) in x[r * n_in..(r + 1) * n_in].iter().enumerate() {
             if xi == 0.0 {
                 continue;
             }
-            let w = &l.weight[i * n_out..(i + 1) * n_out];
+            let w = &l.weight[i * n_out..(i + 1) * n_out][cols.clone()];
             for (yo, &wo) in yr.iter_mut().zip(w) {
                 *yo += xi * wo;
             }
         }
         if relu {
             ember_backend::kernels::relu_in_place(yr);
+        }
+    }
+}
+
+/// The squashing of a tanh-Gaussian policy's raw outputs into actions.
+struct Squash<'a> {
+    act_dim: usize,
+    scale: &'a [f32],
+    bias: &'a [f32],
+    log_std_bounds: (f32, f32),
+}
+
+impl Squash<'_> {
+    /// `eps ← tanh(μ + σ·eps)·scale + bias` for the rows of `raw` (`[μ, log σ]` each).
+    fn rows(&self, raw: &[f32], eps: &mut [f32]) {
+        let a = self.act_dim;
+        let (lo, hi) = self.log_std_bounds;
+        for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
+            for j in 0..a {
+                let std = row[a + j].clamp(lo, hi).exp();
+                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
+            }
         }
     }
 }
@@ -471,18 +720,33 @@ impl FrozenGaussianTanhPolicy {
     /// Observations whose length is not a multiple of the observation width.
     pub fn act(&mut self, obs: &[f32], rng: &mut EmberRng, out: &mut Vec<f32>) -> Result<()> {
         let rows = self.rows(obs)?;
-        out.clear();
-        let noise = || crate::noise::fill_standard_normal(rows * self.act_dim, rng, out);
-        self.net.forward_beside(obs, rows, &mut self.raw, noise)?;
         let a = self.act_dim;
-        let (lo, hi) = self.log_std_bounds;
-        for (row, e) in self.raw.chunks_exact(2 * a).zip(out.chunks_exact_mut(a)) {
-            for j in 0..a {
-                let std = row[a + j].clamp(lo, hi).exp();
-                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
-            }
+        out.clear();
+        let squash = Squash {
+            act_dim: a,
+            scale: &self.scale,
+            bias: &self.bias,
+            log_std_bounds: self.log_std_bounds,
+        };
+        let then = |raw: &[f32], eps: &mut [f32]| squash.rows(raw, eps);
+        if self.net.splits_rows(rows) {
+            // The noise first, so that each thread squashes its own rows.
+            crate::noise::fill_standard_normal(rows * a, rng, out);
+            let side = Rows {
+                values: &mut out[..],
+                width: a,
+            };
+            self.net
+                .forward_then(obs, rows, &mut self.raw, side, || {}, &then)
+        } else {
+            // One row: the noise on this thread while the helpers compute.
+            let (net, raw) = (&mut self.net, &mut self.raw);
+            net.forward_beside(obs, rows, raw, || {
+                crate::noise::fill_standard_normal(rows * a, rng, out)
+            })?;
+            then(raw, out);
+            Ok(())
         }
-        Ok(())
     }
 
     /// The deterministic actions `tanh(μ(s))·scale + bias` (evaluation) into `out`.
@@ -545,7 +809,10 @@ mod tests {
     fn kernels() -> Vec<Kernel> {
         let mut kernels = vec![Kernel::Portable, Kernel::detect()];
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("popcnt")
+        {
             kernels.push(Kernel::Avx2Fma);
         }
         kernels
@@ -554,7 +821,7 @@ mod tests {
     fn run(k: Kernel, l: &HostLinear, x: &[f32], rows: usize, act: Option<Activation>) -> Vec<f32> {
         // A guard value past the end shows any write beyond the rows.
         let mut y = vec![7.0f32; rows * l.outputs + 1];
-        k.layer(l, x, rows, &mut y, act);
+        k.layer(l, x, rows, &mut y, act, 0..l.outputs, &mut Vec::new());
         assert_eq!(y[rows * l.outputs], 7.0, "{k:?} wrote past its rows");
         y.truncate(rows * l.outputs);
         y
@@ -615,6 +882,36 @@ mod tests {
             for r in 0..9 {
                 let one = run(k, &l, &x[r * 23..(r + 1) * 23], 1, Some(Activation::Relu));
                 assert_eq!(one[..], reference[r * 261..(r + 1) * 261], "{k:?}, row {r}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_range_of_columns_gets_the_full_layers_bits() {
+        let l = layer(23, 261);
+        for rows in [1, 2, 3, 4, 6] {
+            let x = inputs(rows, 23);
+            for k in kernels() {
+                let full = run(k, &l, &x, rows, Some(Activation::Relu));
+                for cols in [0..64, 64..261, 128..200, 3..11, 256..261, 40..40] {
+                    let w = cols.len();
+                    let mut y = vec![7.0f32; rows * w + 1];
+                    let mut live = vec![0; 5];
+                    k.layer(
+                        &l,
+                        &x,
+                        rows,
+                        &mut y,
+                        Some(Activation::Relu),
+                        cols.clone(),
+                        &mut live,
+                    );
+                    assert_eq!(y[rows * w], 7.0, "{k:?} wrote past its columns");
+                    for r in 0..rows {
+                        let want = &full[r * 261..(r + 1) * 261][cols.clone()];
+                        assert_eq!(&y[r * w..(r + 1) * w], want, "{k:?}, {cols:?}, row {r}");
+                    }
+                }
             }
         }
     }

@@ -188,4 +188,47 @@ fn a_batch_split_across_threads_gives_the_same_bits() {
     p1.act(&obs, &mut r1, &mut a).unwrap();
     p2.act(&obs, &mut r2, &mut b).unwrap();
     assert_eq!(a, b);
+    // One row: split by columns, the same noise and bits.
+    for _ in 0..3 {
+        p1.act(&obs[..17], &mut r1, &mut a).unwrap();
+        p2.act(&obs[..17], &mut r2, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn a_single_row_split_by_columns_gives_the_same_bits() {
+    // Split layers of 64 (too narrow: one block, no split), 130 (blocks 0..64, 64..130: a
+    // partial vector in the last), 200 and 256 (three threads: uneven blocks); the split
+    // layer first, in the middle, after a tanh.
+    let shapes: [(&[usize], Activation); 5] = [
+        (&[5, 64, 3], Activation::Relu),
+        (&[5, 130, 3], Activation::Relu),
+        (&[17, 40, 200, 12], Activation::Relu),
+        (&[4, 256, 256, 2], Activation::Tanh),
+        (&[3, 7, 9, 256, 1], Activation::Tanh),
+    ];
+    for (widths, activation) in shapes {
+        let mlp = MlpConfig::new(widths.to_vec())
+            .with_activation(activation)
+            .init(&device())
+            .unwrap();
+        let mut one = FrozenMlp::new(&mlp).unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for threads in [2, 3, 5] {
+            let mut split = FrozenMlp::new(&mlp).unwrap();
+            split.set_threads(threads).unwrap();
+            for seed in 0..4 {
+                let x = input(1, widths[0], seed * 13);
+                one.forward(&x, 1, &mut a).unwrap();
+                split.forward(&x, 1, &mut b).unwrap();
+                assert_eq!(a, b, "{widths:?}, {threads} threads");
+                let burn = mlp.forward(tensor(&x, 1, widths[0]));
+                let burn: Vec<f32> = burn.into_data().try_into_vec_as::<f32>().unwrap();
+                for (x, y) in b.iter().zip(&burn) {
+                    assert!((x - y).abs() < 1e-4, "{widths:?}: {x} vs burn's {y}");
+                }
+            }
+        }
+    }
 }

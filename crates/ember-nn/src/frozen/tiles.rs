@@ -150,22 +150,114 @@ impl Simd for Avx2 {
     }
 }
 
-/// One tile: rows `x[0..R]` (each `inputs` long) into outputs `j0 .. j0 + C·LANES` of rows
-/// `y[0..R]` (each `outputs` long); with `TAIL` the last vector holds only the lanes of
-/// `tail`. An input that is zero in all `R` rows is skipped (the weights are finite, so it
-/// adds nothing): after a ReLU that is about half of them at one row.
+/// Where a layer's outputs go: row `r`'s output `j` (for `from ≤ j < to`) at
+/// `ptr + r·stride + j − from`, so a share of the columns fills a compact buffer of its own.
+#[derive(Clone, Copy)]
+pub(super) struct Out {
+    pub(super) ptr: *mut f32,
+    pub(super) stride: usize,
+    pub(super) from: usize,
+}
+
+impl Out {
+    /// Output `j` of row `r`.
+    ///
+    /// # Safety
+    /// `from ≤ j` and the place is inside the buffer.
+    #[inline(always)]
+    unsafe fn at(self, r: usize, j: usize) -> *mut f32 {
+        unsafe { self.ptr.add(r * self.stride + j - self.from) }
+    }
+}
+
+/// Slack the list of live inputs needs past `inputs` slots: [`live_inputs`] stores eight
+/// entries at a time.
+pub(super) const LIVE_SLACK: usize = 8;
+
+/// For each 8-bit mask, the positions of its set bits, lowest first, one per byte.
+static POSITIONS: [u64; 256] = positions();
+
+const fn positions() -> [u64; 256] {
+    let mut table = [0u64; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut packed, mut k, mut bit) = (0u64, 0, 0);
+        while bit < 8 {
+            if (m >> bit) & 1 == 1 {
+                packed |= (bit as u64) << (8 * k);
+                k += 1;
+            }
+            bit += 1;
+        }
+        table[m] = packed;
+        m += 1;
+    }
+    table
+}
+
+/// Writes to `live` the inputs that are nonzero (or NaN) in at least one of the `R` rows of
+/// `x`, in increasing order, and returns how many: the others add nothing (the weights are
+/// finite), and after a ReLU that is about half of them at one row. Eight inputs at a
+/// time: a comparison's lane mask looks up its set lanes' positions, which are widened,
+/// offset and stored whole (the slots past the count are overwritten by the next eight),
+/// so the tiles that walk the list pay no branch on the data's zero pattern.
 ///
 /// # Safety
-/// The CPU has `S`'s instruction set; `x` holds `R·inputs`, `y` `R·outputs` floats, and
-/// `j0 + C·LANES ≤ outputs` (the masked lanes of `TAIL` excepted).
+/// The CPU has AVX2; `x` holds `R·inputs` floats and `live` `inputs + LIVE_SLACK` slots.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn live_inputs<const R: usize>(x: *const f32, inputs: usize, live: *mut u32) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    // SAFETY: `i + 8 ≤ inputs` for the vector loads, `n ≤ i` so `n + 8 ≤ inputs + 8` for
+    // the stores; the scalar tail reads `i < inputs`.
+    unsafe {
+        let zero = _mm256_setzero_ps();
+        while i + 8 <= inputs {
+            let mut mask = 0;
+            for r in 0..R {
+                let v = _mm256_loadu_ps(x.add(r * inputs + i));
+                mask |= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NEQ_UQ>(v, zero));
+            }
+            let mask = mask as usize & 0xff;
+            let positions = _mm_cvtsi64_si128(POSITIONS[mask] as i64);
+            let index =
+                _mm256_add_epi32(_mm256_cvtepu8_epi32(positions), _mm256_set1_epi32(i as i32));
+            _mm256_storeu_si256(live.add(n).cast(), index);
+            n += mask.count_ones() as usize;
+            i += 8;
+        }
+        while i < inputs {
+            let mut any = false;
+            for r in 0..R {
+                any |= *x.add(r * inputs + i) != 0.0;
+            }
+            *live.add(n) = i as u32;
+            n += usize::from(any);
+            i += 1;
+        }
+    }
+    n
+}
+
+/// One tile: rows `x[0..R]` (each `inputs` long) into outputs `j0 .. j0 + C·LANES` of `R`
+/// rows of `y`; with `TAIL` the last vector holds only the lanes of `tail`. Only the inputs
+/// in `live` are read (see [`live_inputs`]).
+///
+/// # Safety
+/// The CPU has `S`'s instruction set; `x` holds `R·inputs` floats, every entry of `live` is
+/// below `inputs`, `j0 + C·LANES ≤ outputs` (the masked lanes of `TAIL` excepted) and `y`
+/// holds those outputs of `R` rows.
 #[inline(always)]
 unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
     l: Parts,
     x: *const f32,
-    y: *mut f32,
+    y: Out,
     j0: usize,
     tail: S::M,
     relu: bool,
+    live: &[u32],
 ) {
     let (n_in, n_out, lanes) = (l.inputs, l.outputs, S::LANES);
     // SAFETY (whole body): every offset stays inside the extents of the contract above.
@@ -179,22 +271,19 @@ unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
         };
         let bias: [S::V; C] = std::array::from_fn(|c| vector(l.bias.add(j0), c));
         let mut acc = [bias; R];
-        for i in 0..n_in {
-            let xs: [f32; R] = std::array::from_fn(|r| *x.add(r * n_in + i));
-            if xs.iter().all(|&v| v == 0.0) {
-                continue;
-            }
+        for &i in live {
+            let i = i as usize;
             let wp = l.weight.add(i * n_out + j0);
             let w: [S::V; C] = std::array::from_fn(|c| vector(wp, c));
-            for (row, &xr) in acc.iter_mut().zip(&xs) {
-                let xb = S::splat(xr);
+            for (r, row) in acc.iter_mut().enumerate() {
+                let xb = S::splat(*x.add(r * n_in + i));
                 for (a, &wc) in row.iter_mut().zip(&w) {
                     *a = S::fmadd(xb, wc, *a);
                 }
             }
         }
         for (r, row) in acc.iter().enumerate() {
-            let out = y.add(r * n_out + j0);
+            let out = y.at(r, j0);
             for (c, &v) in row.iter().enumerate() {
                 let v = if relu { S::relu(v) } else { v };
                 if TAIL && c + 1 == C {
@@ -207,65 +296,92 @@ unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
     }
 }
 
-/// All outputs of `R` rows: blocks of `C` vectors, then single vectors, then the partial
-/// last vector.
+/// Outputs `from .. to` of `R` rows: blocks of `C` vectors, then pairs, then the last one
+/// or two vectors (the partial one masked) in one tile, so that a narrow output layer
+/// (12 outputs: one vector and a partial one) runs two accumulator chains side by side.
 ///
 /// # Safety
-/// As [`tile`], for the whole output row.
+/// As [`tile`], for outputs `from .. to ≤ outputs`.
 #[inline(always)]
 unsafe fn rows<S: Simd, const R: usize, const C: usize>(
     l: Parts,
     x: *const f32,
-    y: *mut f32,
+    y: Out,
     relu: bool,
+    live: &[u32],
+    to: usize,
 ) {
     let lanes = S::LANES;
-    let full = l.outputs / lanes * lanes;
-    let mut j = 0;
-    // SAFETY: each tile stays inside the row (`j + width ≤ full`, or the masked tail).
+    let full = y.from + (to - y.from) / lanes * lanes;
+    let mut j = y.from;
+    // SAFETY: each tile stays inside `from .. to` (`j + width ≤ full`, or the masked tail).
     unsafe {
         let none = S::mask(1);
         while j + C * lanes <= full {
-            tile::<S, R, C, false>(l, x, y, j, none, relu);
+            tile::<S, R, C, false>(l, x, y, j, none, relu, live);
             j += C * lanes;
         }
-        while j < full {
-            tile::<S, R, 1, false>(l, x, y, j, none, relu);
-            j += lanes;
+        while j + 2 * lanes <= full {
+            tile::<S, R, 2, false>(l, x, y, j, none, relu, live);
+            j += 2 * lanes;
         }
-        if full < l.outputs {
-            tile::<S, R, 1, true>(l, x, y, j, S::mask(l.outputs - full), relu);
+        match (j < full, full < to) {
+            (true, true) => tile::<S, R, 2, true>(l, x, y, j, S::mask(to - full), relu, live),
+            (true, false) => tile::<S, R, 1, false>(l, x, y, j, none, relu, live),
+            (false, true) => tile::<S, R, 1, true>(l, x, y, j, S::mask(to - full), relu, live),
+            (false, false) => {}
         }
     }
 }
 
-/// `y = x·W + b` (ReLU'd when `relu`) for `rows` rows: blocks of four rows with `C4`
-/// vectors per tile, the one to three rows left with `C2` or `C1`.
+/// `y = x·W + b` (ReLU'd when `relu`) for `rows` rows and outputs `y.from .. to`: blocks of
+/// four rows with `C4` vectors per tile, the one to three rows left with `C2` or `C1`;
+/// each block first lists its live inputs into `live`.
 ///
 /// # Safety
-/// The CPU has `S`'s instruction set; `x` holds `rows·inputs` and `y` `rows·outputs`
-/// floats; `l`'s pointers hold `inputs·outputs` and `outputs`.
+/// The CPU has `S`'s instruction set; `x` holds `rows·inputs` floats, `y` those outputs of
+/// `rows` rows, `live` `inputs +` [`LIVE_SLACK`] slots; `l`'s pointers hold `inputs·outputs` and `outputs`;
+/// `y.from ≤ to ≤ outputs`.
 #[inline(always)]
 pub(super) unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: usize>(
     l: Parts,
     x: *const f32,
     rows_total: usize,
-    y: *mut f32,
+    y: Out,
+    to: usize,
     relu: bool,
+    live: *mut u32,
 ) {
-    let (n_in, n_out) = (l.inputs, l.outputs);
+    let n_in = l.inputs;
     let mut r = 0;
-    // SAFETY: row `r` starts at `x + r·inputs` and `y + r·outputs`, inside the buffers.
+    // SAFETY: row `r` starts at `x + r·inputs` and `y.at(r, ·)`, inside the buffers; the
+    // live list is written before it is read and holds at most `inputs` entries.
     unsafe {
+        let list = |n: usize| std::slice::from_raw_parts(live, n);
+        let at = |r: usize| Out {
+            ptr: y.ptr.add(r * y.stride),
+            ..y
+        };
         while r + 4 <= rows_total {
-            rows::<S, 4, C4>(l, x.add(r * n_in), y.add(r * n_out), relu);
+            let xr = x.add(r * n_in);
+            let n = live_inputs::<4>(xr, n_in, live);
+            rows::<S, 4, C4>(l, xr, at(r), relu, list(n), to);
             r += 4;
         }
-        let (xr, yr) = (x.add(r * n_in), y.add(r * n_out));
+        let xr = x.add(r * n_in);
         match rows_total - r {
-            3 => rows::<S, 3, C4>(l, xr, yr, relu),
-            2 => rows::<S, 2, C2>(l, xr, yr, relu),
-            1 => rows::<S, 1, C1>(l, xr, yr, relu),
+            3 => {
+                let n = live_inputs::<3>(xr, n_in, live);
+                rows::<S, 3, C4>(l, xr, at(r), relu, list(n), to)
+            }
+            2 => {
+                let n = live_inputs::<2>(xr, n_in, live);
+                rows::<S, 2, C2>(l, xr, at(r), relu, list(n), to)
+            }
+            1 => {
+                let n = live_inputs::<1>(xr, n_in, live);
+                rows::<S, 1, C1>(l, xr, at(r), relu, list(n), to)
+            }
             _ => {}
         }
     }
@@ -276,9 +392,17 @@ pub(super) unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: 
 /// # Safety
 /// The CPU has AVX-512F; buffers as [`layer`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-pub(super) unsafe fn layer_avx512(l: Parts, x: *const f32, rows: usize, y: *mut f32, relu: bool) {
-    unsafe { layer::<Avx512, 8, 8, 4>(l, x, rows, y, relu) }
+#[target_feature(enable = "avx512f,avx2,fma,popcnt")]
+pub(super) unsafe fn layer_avx512(
+    l: Parts,
+    x: *const f32,
+    rows: usize,
+    y: Out,
+    to: usize,
+    relu: bool,
+    live: *mut u32,
+) {
+    unsafe { layer::<Avx512, 8, 8, 4>(l, x, rows, y, to, relu, live) }
 }
 
 /// [`layer`] with AVX2 tiles: 4 rows × 2 vectors, 4 vectors for two rows, 8 for one.
@@ -286,7 +410,15 @@ pub(super) unsafe fn layer_avx512(l: Parts, x: *const f32, rows: usize, y: *mut 
 /// # Safety
 /// The CPU has AVX2 and FMA; buffers as [`layer`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn layer_avx2(l: Parts, x: *const f32, rows: usize, y: *mut f32, relu: bool) {
-    unsafe { layer::<Avx2, 8, 4, 2>(l, x, rows, y, relu) }
+#[target_feature(enable = "avx2,fma,popcnt")]
+pub(super) unsafe fn layer_avx2(
+    l: Parts,
+    x: *const f32,
+    rows: usize,
+    y: Out,
+    to: usize,
+    relu: bool,
+    live: *mut u32,
+) {
+    unsafe { layer::<Avx2, 8, 4, 2>(l, x, rows, y, to, relu, live) }
 }

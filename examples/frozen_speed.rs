@@ -1,0 +1,129 @@
+//! The SAC actor's acting speed (17→256→256→12, a sampled tanh-Gaussian action, host
+//! observations in and actions out) on flex: burn's eager forward (`act_host`) against the
+//! frozen path on one thread and split across two, at batch 1, 4 and 16, measured
+//! interleaved for noisy machines. Each round times a block of calls of every
+//! configuration in turn, so that a slow spell of the host falls on all of them; the
+//! medians and minima over the rounds are printed, with the speed-ups over eager from the
+//! medians. (The criterion group `inference` measures the same calls one configuration at
+//! a time.)
+//!
+//! ```sh
+//! cargo run --release --example frozen_speed [rounds]
+//! ```
+//!
+//! Prints one line per batch and mode, e.g.
+//! `frozen_speed b=1 mode=frozen median_us=3.61 min_us=3.20 calls_per_s=277000 vs_eager=3.9`.
+
+use burn::tensor::{Device, Tensor, TensorData};
+use ember_core::EmberRng;
+use ember_nn::{FrozenGaussianTanhPolicy, GaussianTanhPolicyConfig};
+use std::hint::black_box;
+use std::time::Instant;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Wall time of each timed block, about.
+const BLOCK_US: f64 = 2_000.0;
+
+/// How one configuration acts on a batch.
+enum Mode {
+    Eager,
+    Frozen(FrozenGaussianTanhPolicy),
+    Net(ember_nn::FrozenMlp),
+}
+
+fn main() -> ember_core::Result<()> {
+    let rounds: usize = match std::env::args().nth(1) {
+        Some(r) => r.parse().map_err(|_| {
+            ember_core::Error::invalid("rounds", r, "a whole number of rounds, e.g. 200")
+        })?,
+        None => 200,
+    };
+    let device = Device::flex();
+    let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device)?;
+    let frozen = FrozenGaussianTanhPolicy::new(&policy)?;
+    let mut frozen2 = frozen.clone();
+    frozen2.set_threads(2)?;
+    let mut modes = [
+        ("eager", Mode::Eager),
+        ("frozen", Mode::Frozen(frozen)),
+        ("frozen2", Mode::Frozen(frozen2)),
+        (
+            "net",
+            Mode::Net(ember_nn::FrozenMlp::new(
+                &ember_nn::MlpConfig::new([17, 256, 256, 12]).init(&device)?,
+            )?),
+        ),
+        (
+            "net2",
+            Mode::Net({
+                let mut n = ember_nn::FrozenMlp::new(
+                    &ember_nn::MlpConfig::new([17, 256, 256, 12]).init(&device)?,
+                )?;
+                n.set_threads(2)?;
+                n
+            }),
+        ),
+    ];
+    let mut rng = EmberRng::seed_from(1);
+    for batch in [1usize, 4, 16] {
+        let obs: Vec<f32> = (0..batch * 17)
+            .map(|i| ((i as f32) * 0.731).sin() * 2.0)
+            .collect();
+        let mut action = Vec::new();
+        let mut call = |mode: &mut Mode, rng: &mut EmberRng| -> ember_core::Result<()> {
+            match mode {
+                Mode::Eager => {
+                    let x =
+                        Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
+                    policy.act_host(x, rng, &mut action);
+                }
+                Mode::Frozen(f) => f.act(&obs, rng, &mut action)?,
+                Mode::Net(f) => f.forward(&obs, batch, &mut action)?,
+            }
+            black_box(&action);
+            Ok(())
+        };
+        // Calls per block from a first estimate, so that each block takes ~BLOCK_US.
+        let mut per_block = Vec::with_capacity(modes.len());
+        for (_, mode) in modes.iter_mut() {
+            let start = Instant::now();
+            let mut n = 0;
+            while start.elapsed().as_secs_f64() < 0.05 {
+                call(mode, &mut rng)?;
+                n += 1;
+            }
+            let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+            per_block.push(((BLOCK_US / us) as usize).max(1));
+        }
+        let mut times = vec![Vec::with_capacity(rounds); modes.len()];
+        for _ in 0..rounds {
+            for (k, (_, mode)) in modes.iter_mut().enumerate() {
+                let start = Instant::now();
+                for _ in 0..per_block[k] {
+                    call(mode, &mut rng)?;
+                }
+                times[k].push(start.elapsed().as_secs_f64() * 1e6 / per_block[k] as f64);
+            }
+        }
+        let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+        for (k, (name, _)) in modes.iter().enumerate() {
+            let min = times[k].iter().copied().fold(f64::INFINITY, f64::min);
+            println!(
+                "frozen_speed b={batch} mode={name} median_us={:.2} min_us={:.2} calls_per_s={:.0} vs_eager={:.2}",
+                medians[k],
+                min,
+                1e6 / medians[k],
+                medians[0] / medians[k]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The median of `t` (sorted in place).
+fn median(t: &mut [f64]) -> f64 {
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
