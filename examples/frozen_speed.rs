@@ -1,7 +1,8 @@
 //! The SAC actor's acting speed (17→256→256→12, a sampled tanh-Gaussian action, host
 //! observations in and actions out) on flex: burn's eager forward (`act_host`) against the
-//! frozen path on one thread and split across two, at batch 1, 4 and 16, measured
-//! interleaved for noisy machines. Each round times a block of calls of every
+//! frozen path on one thread and split across two (`frozen`, `frozen2`; `net`, `net2`: the
+//! frozen network alone, without drawing and squashing the action), at batch 1, 4 and 16,
+//! measured interleaved for noisy machines. Each round times a block of calls of every
 //! configuration in turn, so that a slow spell of the host falls on all of them; the
 //! medians and minima over the rounds are printed, with the speed-ups over eager from the
 //! medians. (The criterion group `inference` measures the same calls one configuration at
@@ -16,12 +17,20 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::EmberRng;
-use ember_nn::{FrozenGaussianTanhPolicy, GaussianTanhPolicyConfig};
+use ember_nn::{FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicyConfig, MlpConfig};
 use std::hint::black_box;
 use std::time::Instant;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Distinct observations (or batches) the calls cycle through.
+const OBSERVATIONS: usize = 61;
+
+/// `n` values uniform in [-1, 1).
+fn host(n: usize, rng: &mut EmberRng) -> Vec<f32> {
+    (0..n).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
+}
 
 /// Wall time of each timed block, about.
 const BLOCK_US: f64 = 2_000.0;
@@ -30,7 +39,7 @@ const BLOCK_US: f64 = 2_000.0;
 enum Mode {
     Eager,
     Frozen(FrozenGaussianTanhPolicy),
-    Net(ember_nn::FrozenMlp),
+    Net(FrozenMlp),
 }
 
 fn main() -> ember_core::Result<()> {
@@ -49,38 +58,29 @@ fn main() -> ember_core::Result<()> {
         ("eager", Mode::Eager),
         ("frozen", Mode::Frozen(frozen)),
         ("frozen2", Mode::Frozen(frozen2)),
-        (
-            "net",
-            Mode::Net(ember_nn::FrozenMlp::new(
-                &ember_nn::MlpConfig::new([17, 256, 256, 12]).init(&device)?,
-            )?),
-        ),
-        (
-            "net2",
-            Mode::Net({
-                let mut n = ember_nn::FrozenMlp::new(
-                    &ember_nn::MlpConfig::new([17, 256, 256, 12]).init(&device)?,
-                )?;
-                n.set_threads(2)?;
-                n
-            }),
-        ),
+        ("net", Mode::Net(net(&device, 1)?)),
+        ("net2", Mode::Net(net(&device, 2)?)),
     ];
     let mut rng = EmberRng::seed_from(1);
     for batch in [1usize, 4, 16] {
-        let obs: Vec<f32> = (0..batch * 17)
-            .map(|i| ((i as f32) * 0.731).sin() * 2.0)
+        // A new observation every call, as an actor sees them (a kernel that branches on
+        // the data would learn one fixed observation's pattern).
+        let observations: Vec<Vec<f32>> = (0..OBSERVATIONS)
+            .map(|_| host(batch * 17, &mut rng))
             .collect();
+        let mut next = 0;
         let mut action = Vec::new();
         let mut call = |mode: &mut Mode, rng: &mut EmberRng| -> ember_core::Result<()> {
+            let obs = &observations[next];
+            next = (next + 1) % OBSERVATIONS;
             match mode {
                 Mode::Eager => {
                     let x =
                         Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
                     policy.act_host(x, rng, &mut action);
                 }
-                Mode::Frozen(f) => f.act(&obs, rng, &mut action)?,
-                Mode::Net(f) => f.forward(&obs, batch, &mut action)?,
+                Mode::Frozen(f) => f.act(obs, rng, &mut action)?,
+                Mode::Net(f) => f.forward(obs, batch, &mut action)?,
             }
             black_box(&action);
             Ok(())
@@ -120,6 +120,13 @@ fn main() -> ember_core::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A frozen network of the actor's shape on `threads` threads.
+fn net(device: &Device, threads: usize) -> ember_core::Result<FrozenMlp> {
+    let mut net = FrozenMlp::new(&MlpConfig::new([17, 256, 256, 12]).init(device)?)?;
+    net.set_threads(threads)?;
+    Ok(net)
 }
 
 /// The median of `t` (sorted in place).

@@ -8,7 +8,7 @@
 //! the arithmetic of a 17→256→256→12 network; measured faster than burn's eager forward
 //! from 1 to 64 rows and on a par at 256, so SAC acts through it below
 //! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads (a
-//! single row by the columns of its widest layer).
+//! single row by the columns of its second-to-last layer).
 //!
 //! The kernel is chosen at run time for the CPU (AVX-512, AVX2 with FMA, or portable
 //! code). Results match the burn forward to float tolerance, not bit for bit (another
@@ -519,9 +519,10 @@ impl Kernel {
             use std::sync::OnceLock;
             static KERNEL: OnceLock<Kernel> = OnceLock::new();
             *KERNEL.get_or_init(|| {
-                if std::env::var_os("EMBER_PORTABLE_KERNELS").is_some() {
-                    Kernel::Portable
-                } else if !is_x86_feature_detected!("popcnt") {
+                // The SIMD kernels' lists of live inputs count with `popcnt`.
+                if std::env::var_os("EMBER_PORTABLE_KERNELS").is_some()
+                    || !is_x86_feature_detected!("popcnt")
+                {
                     Kernel::Portable
                 } else if is_x86_feature_detected!("avx512f") {
                     Kernel::Avx512

@@ -118,6 +118,7 @@ fn sac(device: &DeviceSpec, schedule: UpdateSchedule) -> Result<ember_algo::Sac>
 /// The SAC actor per backend and batch: `eager` through burn (`act_host`), `frozen`
 /// through the host fast path (`FrozenGaussianTanhPolicy`, what SAC acts with on flex and
 /// ndarray), `frozen2` the same with each batch split across two threads (`set_threads`).
+/// The calls cycle through 61 distinct observations, as an actor sees a new one each step.
 fn inference(secs: f64) -> Result<Vec<Figure>> {
     use burn::tensor::{Tensor, TensorData};
     let mut out = Vec::new();
@@ -131,15 +132,26 @@ fn inference(secs: f64) -> Result<Vec<Figure>> {
         let mut rng = EmberRng::seed_from(5);
         let label = spec.to_string().replace(':', "_");
         for batch in [1usize, 4, 16, 64, 256] {
-            let obs: Vec<f32> = (0..batch * 17).map(|i| (i as f32 * 0.1).sin()).collect();
+            let observations: Vec<Vec<f32>> = (0..61)
+                .map(|k| {
+                    (0..batch * 17)
+                        .map(|i| ((i + 17 * k) as f32 * 0.1).sin())
+                        .collect()
+                })
+                .collect();
+            let mut next = 0;
+            let mut obs = || {
+                next = (next + 1) % observations.len();
+                &observations[next]
+            };
             let mut actions = Vec::new();
             let eager = time(secs, || {
-                let x = Tensor::<2>::from_data(TensorData::new(obs.clone(), [batch, 17]), &device);
-                policy.act_host(x, &mut rng, &mut actions);
+                let x = TensorData::new(obs().clone(), [batch, 17]);
+                policy.act_host(Tensor::<2>::from_data(x, &device), &mut rng, &mut actions);
                 Ok(())
             })?;
-            let fast = time(secs, || Ok(frozen.act(&obs, &mut rng, &mut actions)?))?;
-            let split = time(secs, || Ok(frozen2.act(&obs, &mut rng, &mut actions)?))?;
+            let fast = time(secs, || Ok(frozen.act(obs(), &mut rng, &mut actions)?))?;
+            let split = time(secs, || Ok(frozen2.act(obs(), &mut rng, &mut actions)?))?;
             for (mode, t) in [("eager", eager), ("frozen", fast), ("frozen2", split)] {
                 out.push(Figure {
                     name: format!("inference/{label}_{mode}_b{batch}"),
