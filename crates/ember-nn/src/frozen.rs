@@ -34,7 +34,7 @@
 //! # Ok::<(), ember_core::Error>(())
 //! ```
 
-use crate::gaussian_policy::GaussianTanhPolicy;
+use crate::gaussian_policy::{GaussianTanhPolicy, squash};
 use crate::mlp::{Activation, Mlp};
 use burn::tensor::Tensor;
 use ember_core::worker::Helper;
@@ -564,34 +564,33 @@ impl Kernel {
         if live.len() < n_in + tiles::LIVE_SLACK {
             live.resize(n_in + tiles::LIVE_SLACK, 0);
         }
+        let relu = act == Some(Activation::Relu);
         #[cfg(target_arch = "x86_64")]
-        let (parts, out) = (
-            tiles::Parts {
+        let call = tiles::Call {
+            l: tiles::Parts {
                 inputs: n_in,
                 outputs: n_out,
                 weight: l.weight.as_ptr(),
                 bias: l.bias.as_ptr(),
             },
-            tiles::Out {
+            x: x.as_ptr(),
+            rows,
+            y: tiles::Out {
                 ptr: y.as_mut_ptr(),
                 stride: width,
                 from: cols.start,
             },
-        );
-        let relu = act == Some(Activation::Relu);
+            to: cols.end,
+            relu,
+            live: live.as_mut_ptr(),
+        };
         match self {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the features were detected at run time; the lengths are checked above.
-            Kernel::Avx512 => unsafe {
-                let live = live.as_mut_ptr();
-                tiles::layer_avx512(parts, x.as_ptr(), rows, out, cols.end, relu, live)
-            },
+            Kernel::Avx512 => unsafe { tiles::layer_avx512(call) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Kernel::Avx2Fma => unsafe {
-                let live = live.as_mut_ptr();
-                tiles::layer_avx2(parts, x.as_ptr(), rows, out, cols.end, relu, live)
-            },
+            Kernel::Avx2Fma => unsafe { tiles::layer_avx2(call) },
             Kernel::Portable => layer_portable(l, x, rows, y, relu, cols),
         }
         if act == Some(Activation::Tanh) {
@@ -628,28 +627,6 @@ fn layer_portable(
         }
         if relu {
             ember_backend::kernels::relu_in_place(yr);
-        }
-    }
-}
-
-/// The squashing of a tanh-Gaussian policy's raw outputs into actions.
-struct Squash<'a> {
-    act_dim: usize,
-    scale: &'a [f32],
-    bias: &'a [f32],
-    log_std_bounds: (f32, f32),
-}
-
-impl Squash<'_> {
-    /// `eps ← tanh(μ + σ·eps)·scale + bias` for the rows of `raw` (`[μ, log σ]` each).
-    fn rows(&self, raw: &[f32], eps: &mut [f32]) {
-        let a = self.act_dim;
-        let (lo, hi) = self.log_std_bounds;
-        for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
-            for j in 0..a {
-                let std = row[a + j].clamp(lo, hi).exp();
-                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
-            }
         }
     }
 }
@@ -723,13 +700,8 @@ impl FrozenGaussianTanhPolicy {
         let rows = self.rows(obs)?;
         let a = self.act_dim;
         out.clear();
-        let squash = Squash {
-            act_dim: a,
-            scale: &self.scale,
-            bias: &self.bias,
-            log_std_bounds: self.log_std_bounds,
-        };
-        let then = |raw: &[f32], eps: &mut [f32]| squash.rows(raw, eps);
+        let (scale, bias, bounds) = (&self.scale, &self.bias, self.log_std_bounds);
+        let then = |raw: &[f32], eps: &mut [f32]| squash(raw, eps, scale, bias, bounds);
         if self.net.splits_rows(rows) {
             // The noise first, so that each thread squashes its own rows.
             crate::noise::fill_standard_normal(rows * a, rng, out);

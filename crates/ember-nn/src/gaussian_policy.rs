@@ -328,14 +328,7 @@ impl GaussianTanhPolicy {
     fn squash_rows(&self, obs: Tensor<2>, eps: &mut [f32]) {
         let raw = self.net.forward(obs).into_data();
         let raw: &[f32] = raw.as_slice().expect("float output");
-        let a = self.act_dim;
-        let (lo, hi) = self.log_std_bounds;
-        for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
-            for j in 0..a {
-                let std = row[a + j].clamp(lo, hi).exp();
-                e[j] = (row[j] + std * e[j]).tanh() * self.scale[j] + self.bias[j];
-            }
-        }
+        squash(raw, eps, &self.scale, &self.bias, self.log_std_bounds);
     }
 
     /// The deterministic action `tanh(μ(s))` (evaluation).
@@ -402,5 +395,26 @@ impl GaussianTanhPolicy {
             Tensor::<2>::from_data(TensorData::new(v.clone(), [1, self.act_dim]), &device)
         };
         a * row(&self.scale) + row(&self.bias)
+    }
+}
+
+/// `eps ← tanh(μ + σ·eps)·scale + bias` for each row `[μ, log σ]` of `raw` (twice the
+/// action width; `log σ` clamped to `log_std_bounds`), `eps` holding each row's standard
+/// normal noise: the squashing of [`GaussianTanhPolicy::act_host`] and of the frozen
+/// policy, in one place so that both give the same bits.
+pub(crate) fn squash(
+    raw: &[f32],
+    eps: &mut [f32],
+    scale: &[f32],
+    bias: &[f32],
+    log_std_bounds: (f32, f32),
+) {
+    let a = scale.len();
+    let (lo, hi) = log_std_bounds;
+    for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
+        for j in 0..a {
+            let std = row[a + j].clamp(lo, hi).exp();
+            e[j] = (row[j] + std * e[j]).tanh() * scale[j] + bias[j];
+        }
     }
 }

@@ -334,24 +334,37 @@ unsafe fn rows<S: Simd, const R: usize, const C: usize>(
     }
 }
 
-/// `y = x·W + b` (ReLU'd when `relu`) for `rows` rows and outputs `y.from .. to`: blocks of
-/// four rows with `C4` vectors per tile, the one to three rows left with `C2` or `C1`;
-/// each block first lists its live inputs into `live`.
+/// One layer's work: `y = x·W + b` (ReLU'd when `relu`) for `rows` rows of `x` and
+/// outputs `y.from .. to`, listing live inputs in `live`.
+#[derive(Clone, Copy)]
+pub(super) struct Call {
+    pub(super) l: Parts,
+    pub(super) x: *const f32,
+    pub(super) rows: usize,
+    pub(super) y: Out,
+    pub(super) to: usize,
+    pub(super) relu: bool,
+    pub(super) live: *mut u32,
+}
+
+/// A [`Call`]: blocks of four rows with `C4` vectors per tile, the one to three rows left
+/// with `C2` or `C1`; each block first lists its live inputs.
 ///
 /// # Safety
 /// The CPU has `S`'s instruction set; `x` holds `rows·inputs` floats, `y` those outputs of
-/// `rows` rows, `live` `inputs +` [`LIVE_SLACK`] slots; `l`'s pointers hold `inputs·outputs` and `outputs`;
-/// `y.from ≤ to ≤ outputs`.
+/// `rows` rows, `live` `inputs +` [`LIVE_SLACK`] slots; `l`'s pointers hold
+/// `inputs·outputs` and `outputs`; `y.from ≤ to ≤ outputs`.
 #[inline(always)]
-pub(super) unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: usize>(
-    l: Parts,
-    x: *const f32,
-    rows_total: usize,
-    y: Out,
-    to: usize,
-    relu: bool,
-    live: *mut u32,
-) {
+unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: usize>(call: Call) {
+    let Call {
+        l,
+        x,
+        rows: rows_total,
+        y,
+        to,
+        relu,
+        live,
+    } = call;
     let n_in = l.inputs;
     let mut r = 0;
     // SAFETY: row `r` starts at `x + r·inputs` and `y.at(r, ·)`, inside the buffers; the
@@ -393,16 +406,8 @@ pub(super) unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: 
 /// The CPU has AVX-512F; buffers as [`layer`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma,popcnt")]
-pub(super) unsafe fn layer_avx512(
-    l: Parts,
-    x: *const f32,
-    rows: usize,
-    y: Out,
-    to: usize,
-    relu: bool,
-    live: *mut u32,
-) {
-    unsafe { layer::<Avx512, 8, 8, 4>(l, x, rows, y, to, relu, live) }
+pub(super) unsafe fn layer_avx512(call: Call) {
+    unsafe { layer::<Avx512, 8, 8, 4>(call) }
 }
 
 /// [`layer`] with AVX2 tiles: 4 rows × 2 vectors, 4 vectors for two rows, 8 for one.
@@ -411,14 +416,6 @@ pub(super) unsafe fn layer_avx512(
 /// The CPU has AVX2 and FMA; buffers as [`layer`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,popcnt")]
-pub(super) unsafe fn layer_avx2(
-    l: Parts,
-    x: *const f32,
-    rows: usize,
-    y: Out,
-    to: usize,
-    relu: bool,
-    live: *mut u32,
-) {
-    unsafe { layer::<Avx2, 8, 4, 2>(l, x, rows, y, to, relu, live) }
+pub(super) unsafe fn layer_avx2(call: Call) {
+    unsafe { layer::<Avx2, 8, 4, 2>(call) }
 }
