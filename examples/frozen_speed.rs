@@ -17,7 +17,7 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::EmberRng;
-use ember_nn::{FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicyConfig, MlpConfig};
+use ember_nn::{FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicy, GaussianTanhPolicyConfig};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -58,8 +58,8 @@ fn main() -> ember_core::Result<()> {
         ("eager", Mode::Eager),
         ("frozen", Mode::Frozen(frozen)),
         ("frozen2", Mode::Frozen(frozen2)),
-        ("net", Mode::Net(net(&device, 1)?)),
-        ("net2", Mode::Net(net(&device, 2)?)),
+        ("net", Mode::Net(net(&policy, 1)?)),
+        ("net2", Mode::Net(net(&policy, 2)?)),
     ];
     let mut rng = EmberRng::seed_from(1);
     for batch in [1usize, 4, 16] {
@@ -122,9 +122,10 @@ fn main() -> ember_core::Result<()> {
     Ok(())
 }
 
-/// A frozen network of the actor's shape on `threads` threads.
-fn net(device: &Device, threads: usize) -> ember_core::Result<FrozenMlp> {
-    let mut net = FrozenMlp::new(&MlpConfig::new([17, 256, 256, 12]).init(device)?)?;
+/// The policy's own network frozen alone (its raw outputs, no action drawn), on `threads`
+/// threads: the difference to `frozen` is what drawing and squashing the action costs.
+fn net(policy: &GaussianTanhPolicy, threads: usize) -> ember_core::Result<FrozenMlp> {
+    let mut net = FrozenMlp::new(&policy.net)?;
     net.set_threads(threads)?;
     Ok(net)
 }
