@@ -159,13 +159,14 @@ impl FrozenMlp {
     }
 
     /// Splits each batch across `threads` threads: this one and `threads − 1` helper threads
-    /// kept for the network's lifetime (1, the default: this thread only). A batch of at
-    /// least two rows is split by rows, each thread running the whole network on its
-    /// share. A single row (acting in one environment) is split by the outputs of the
-    /// second-to-last layer, the widest product of the usual shapes (256×256 of
+    /// kept for the network's lifetime (1, the default: this thread only). A batch of more
+    /// than four rows is split by rows, each thread running the whole network on its
+    /// share. One to four rows (acting in a few environments) are split by the outputs of
+    /// the second-to-last layer, the widest product of the usual shapes (256×256 of
     /// 17→256→256→12), in blocks of 64: each thread computes the layers before it whole,
     /// then its columns, and this thread the last layer once all have finished (used when
-    /// that layer has at least 128 outputs). Every output is summed in the same order
+    /// that layer has at least 128 outputs), so that each thread streams only its part of
+    /// the widest weights. Every output is summed in the same order
     /// either way, so the results are the same bits as on one thread. A helper spins for up to
     /// `EMBER_SPIN_US` (500 µs) after each call before it blocks, so that back-to-back
     /// calls pay no wake-up: give it a core of its own. Clones share the helpers.
@@ -222,7 +223,17 @@ impl FrozenMlp {
     /// Whether a batch of `rows` rows is split by rows across threads
     /// ([`FrozenMlp::set_threads`]).
     fn splits_rows(&self, rows: usize) -> bool {
-        rows >= 2 && self.threads() >= 2
+        rows >= 2 && self.threads() >= 2 && self.column_parts(rows) < 2
+    }
+
+    /// How many threads share the second-to-last layer's columns for a batch of `rows`
+    /// rows (below 2: the batch is not split by columns).
+    fn column_parts(&self, rows: usize) -> usize {
+        if rows == 0 || rows > COLUMN_ROWS || self.layers.len() < 2 {
+            return 1;
+        }
+        let width = self.layers[self.layers.len() - 2].outputs;
+        self.threads().min(width / COLUMN_BLOCK)
     }
 
     /// [`FrozenMlp::forward_beside`] in which each thread that takes a share of a batch
@@ -250,24 +261,16 @@ impl FrozenMlp {
             activation: self.activation,
             kernel: Kernel::detect(),
         };
-        if rows == 1 && self.layers.len() >= 2 {
-            let width = self.layers[self.layers.len() - 2].outputs;
-            let parts = self.threads().min(width / COLUMN_BLOCK);
-            if parts >= 2 {
-                net.run_by_columns(
-                    &self.helpers,
-                    x,
-                    ColumnJobs {
-                        parts,
-                        scratch: &mut self.scratch,
-                        wide: &mut self.wide,
-                    },
-                    out,
-                    beside,
-                )?;
-                then(out, side.values);
-                return Ok(());
-            }
+        let parts = self.column_parts(rows);
+        if parts >= 2 {
+            let jobs = ColumnJobs {
+                parts,
+                scratch: &mut self.scratch,
+                wide: &mut self.wide,
+            };
+            net.run_by_columns(&self.helpers, x, rows, jobs, out, beside)?;
+            then(out, side.values);
+            return Ok(());
         }
         let parts = if self.splits_rows(rows) {
             self.threads().min(rows)
@@ -330,24 +333,34 @@ struct Scratch {
     live: Vec<u32>,
 }
 
-/// The columns of a single row's split layer go to the threads in blocks of this many
+/// The columns of a small batch's split layer go to the threads in blocks of this many
 /// (a multiple of every kernel's vector width).
 const COLUMN_BLOCK: usize = 64;
 
-/// The buffers of a single row split by columns ([`Net::run_by_columns`]).
+/// Batches of up to this many rows are split by columns, larger ones by rows
+/// ([`FrozenMlp::set_threads`]).
+const COLUMN_ROWS: usize = 4;
+
+/// The buffers of a small batch split by columns ([`Net::run_by_columns`]).
 struct ColumnJobs<'a> {
     parts: usize,
     scratch: &'a mut [Scratch],
     wide: &'a mut Vec<f32>,
 }
 
-/// One thread's columns of a single row's split layer.
+/// One thread's columns of a small batch's split layer.
 struct ColumnShare<'a> {
     x: &'a [f32],
+    rows: usize,
     scratch: &'a mut Scratch,
-    from: usize,
-    out: &'a mut [f32],
+    cols: Range<usize>,
+    /// The whole batch's rows of the split layer, shared by the threads.
+    out: RowsOut,
 }
+
+// SAFETY: the threads' column ranges are disjoint and the buffer behind `out` outlives
+// the join of every share (`Net::run_by_columns`).
+unsafe impl Send for ColumnShare<'_> {}
 
 /// The parts of a frozen network one forward pass reads.
 #[derive(Clone, Copy)]
@@ -396,13 +409,15 @@ impl Net<'_> {
         }
     }
 
-    /// One row (`x`) through the network with the second-to-last layer's outputs split
-    /// into `jobs.parts` column ranges (blocks of [`COLUMN_BLOCK`]), one per thread, and
-    /// the last layer on this thread into `out`.
+    /// `rows` rows of `x` through the network with the second-to-last layer's outputs
+    /// split into `jobs.parts` column ranges (blocks of [`COLUMN_BLOCK`]), one per thread
+    /// (each computes the layers before it whole), and the last layer on this thread into
+    /// `out`.
     fn run_by_columns(
         self,
         helpers: &[Arc<Helper>],
         x: &[f32],
+        rows: usize,
         jobs: ColumnJobs<'_>,
         out: &mut [f32],
         beside: impl FnOnce(),
@@ -415,7 +430,12 @@ impl Net<'_> {
         let (last, split) = self.layers.split_last().expect("two layers or more");
         let split = split.last().expect("two layers or more");
         let width = split.outputs;
-        wide.resize(width, 0.0);
+        wide.resize(rows * width, 0.0);
+        let shared = RowsOut {
+            ptr: wide.as_mut_ptr(),
+            stride: width,
+            from: 0,
+        };
         let blocks = width / COLUMN_BLOCK;
         let bound = |p: usize| {
             if p == parts {
@@ -424,53 +444,57 @@ impl Net<'_> {
                 p * blocks / parts * COLUMN_BLOCK
             }
         };
-        let mut shares = Vec::with_capacity(parts);
-        let mut rest = &mut wide[..];
-        for (p, scratch) in scratch.iter_mut().enumerate().take(parts) {
-            let (from, to) = (bound(p), bound(p + 1));
-            let (mine, others) = rest.split_at_mut(to - from);
-            shares.push(ColumnShare {
+        let shares = scratch
+            .iter_mut()
+            .enumerate()
+            .take(parts)
+            .map(|(p, scratch)| ColumnShare {
                 x,
+                rows,
                 scratch,
-                from,
-                out: mine,
-            });
-            rest = others;
-        }
+                cols: bound(p)..bound(p + 1),
+                out: shared,
+            })
+            .collect();
         self.run_split(helpers, shares, beside, &|share| self.run_columns(share))?;
         let live = &mut scratch[0].live;
         self.kernel
-            .layer(last, wide, 1, out, None, 0..last.outputs, live);
+            .layer(last, wide, rows, out, None, 0..last.outputs, live);
         Ok(())
     }
 
-    /// The layers before the split one on one row, then the share's columns of the split
+    /// The layers before the split one on the share's rows, then its columns of the split
     /// layer.
     fn run_columns(self, share: ColumnShare<'_>) {
         let ColumnShare {
             x,
+            rows,
             scratch,
-            from,
+            cols,
             out,
         } = share;
         let split = self.layers.len() - 2;
         let Scratch { act: [a, b], live } = scratch;
         let (mut cur, mut next) = (a, b);
         let mut input = x;
+        let act = Some(self.activation);
         for (k, layer) in self.layers[..=split].iter().enumerate() {
             if k == split {
-                let cols = from..from + out.len();
-                let act = Some(self.activation);
-                self.kernel.layer(layer, input, 1, out, act, cols, live);
+                // SAFETY: `out` holds `rows` rows of the split layer's outputs, and this
+                // share's columns are its own until the join (`run_by_columns`).
+                unsafe {
+                    self.kernel
+                        .layer_out(layer, input, rows, out, act, cols, live)
+                };
                 return;
             }
-            let len = layer.outputs;
+            let len = rows * layer.outputs;
             if cur.len() < len {
                 cur.resize(len, 0.0);
             }
-            let act = Some(self.activation);
+            let all = 0..layer.outputs;
             self.kernel
-                .layer(layer, input, 1, &mut cur[..len], act, 0..len, live);
+                .layer(layer, input, rows, &mut cur[..len], act, all, live);
             std::mem::swap(&mut cur, &mut next);
             input = &next[..len];
         }
@@ -550,16 +574,52 @@ impl Kernel {
         cols: Range<usize>,
         live: &mut Vec<u32>,
     ) {
+        assert!(
+            y.len() >= rows * cols.len(),
+            "frozen layer: output buffer length"
+        );
+        let out = RowsOut {
+            ptr: y.as_mut_ptr(),
+            stride: cols.len(),
+            from: cols.start,
+        };
+        // SAFETY: `y` holds `rows` rows of `cols.len()` outputs (checked above) and is
+        // borrowed mutably for the call.
+        unsafe { self.layer_out(l, x, rows, out, act, cols, live) }
+    }
+
+    /// [`Kernel::layer`] into rows of a buffer that other threads may be writing other
+    /// columns of: output `j` of row `r` at `y.ptr + r·y.stride + j − y.from`.
+    ///
+    /// # Safety
+    /// Those places for `r < rows` and `j` in `cols` (`y.from ≤ cols.start`) are inside one
+    /// allocation and nothing else reads or writes them during the call.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn layer_out(
+        self,
+        l: &HostLinear,
+        x: &[f32],
+        rows: usize,
+        y: RowsOut,
+        act: Option<Activation>,
+        cols: Range<usize>,
+        live: &mut Vec<u32>,
+    ) {
         let (n_in, n_out, width) = (l.inputs, l.outputs, cols.len());
         assert!(
             x.len() >= rows * n_in
+                && y.from <= cols.start
                 && cols.start <= cols.end
                 && cols.end <= n_out
-                && y.len() >= rows * width
                 && l.weight.len() == n_in * n_out
                 && l.bias.len() == n_out,
             "frozen layer: buffer lengths"
         );
+        // Row `r`'s outputs `cols`.
+        // SAFETY: inside the buffer and this call's own (the function's contract).
+        let row = |r: usize| unsafe {
+            std::slice::from_raw_parts_mut(y.ptr.add(r * y.stride + cols.start - y.from), width)
+        };
         #[cfg(target_arch = "x86_64")]
         if live.len() < n_in + tiles::LIVE_SLACK {
             live.resize(n_in + tiles::LIVE_SLACK, 0);
@@ -575,9 +635,11 @@ impl Kernel {
             },
             x: x.as_ptr(),
             rows,
+            // The kernel computes outputs `from .. to`: the same places, counted from
+            // `cols.start`.
             y: tiles::Out {
-                ptr: y.as_mut_ptr(),
-                stride: width,
+                ptr: y.ptr.wrapping_add(cols.start - y.from),
+                stride: y.stride,
                 from: cols.start,
             },
             to: cols.end,
@@ -586,48 +648,52 @@ impl Kernel {
         };
         match self {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the features were detected at run time; the lengths are checked above.
+            // SAFETY: the features were detected at run time; the lengths are checked above
+            // and the outputs' places are the caller's.
             Kernel::Avx512 => unsafe { tiles::layer_avx512(call) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Kernel::Avx2Fma => unsafe { tiles::layer_avx2(call) },
-            Kernel::Portable => layer_portable(l, x, rows, y, relu, cols),
+            Kernel::Portable => {
+                for r in 0..rows {
+                    layer_portable(l, &x[r * n_in..(r + 1) * n_in], row(r), relu, cols.clone());
+                }
+            }
         }
         if act == Some(Activation::Tanh) {
-            ember_backend::kernels::tanh_in_place(&mut y[..rows * width]);
+            (0..rows).for_each(|r| ember_backend::kernels::tanh_in_place(row(r)));
         }
     }
 }
 
-/// Outputs `cols` of `y = x·W + b` (ReLU'd when `relu`), row by row, without SIMD: each
-/// output row starts as the bias and gains `x_i` times weight row `i` for every input `i`,
+/// Where a layer's outputs go ([`Kernel::layer_out`]): output `j` of row `r` at
+/// `ptr + r·stride + j − from`.
+#[derive(Clone, Copy)]
+struct RowsOut {
+    ptr: *mut f32,
+    stride: usize,
+    from: usize,
+}
+
+/// Outputs `cols` of `y = x·W + b` (ReLU'd when `relu`) for one row `x`, without SIMD:
+/// the row starts as the bias and gains `x_i` times weight row `i` for every input `i`,
 /// in order of `i` (the order of the [`tiles`] kernels, there with one rounding per
 /// multiply-add). After a ReLU about half the inputs are zero; their weight rows add
 /// nothing (the weights are finite) and are skipped.
-fn layer_portable(
-    l: &HostLinear,
-    x: &[f32],
-    rows: usize,
-    y: &mut [f32],
-    relu: bool,
-    cols: Range<usize>,
-) {
-    let (n_in, n_out, width) = (l.inputs, l.outputs, cols.len());
-    for r in 0..rows {
-        let yr = &mut y[r * width..(r + 1) * width];
-        yr.copy_from_slice(&l.bias[cols.clone()]);
-        for (i, &xi) in x[r * n_in..(r + 1) * n_in].iter().enumerate() {
-            if xi == 0.0 {
-                continue;
-            }
-            let w = &l.weight[i * n_out..(i + 1) * n_out][cols.clone()];
-            for (yo, &wo) in yr.iter_mut().zip(w) {
-                *yo += xi * wo;
-            }
+fn layer_portable(l: &HostLinear, x: &[f32], y: &mut [f32], relu: bool, cols: Range<usize>) {
+    let n_out = l.outputs;
+    y.copy_from_slice(&l.bias[cols.clone()]);
+    for (i, &xi) in x.iter().enumerate() {
+        if xi == 0.0 {
+            continue;
         }
-        if relu {
-            ember_backend::kernels::relu_in_place(yr);
+        let w = &l.weight[i * n_out..(i + 1) * n_out][cols.clone()];
+        for (yo, &wo) in y.iter_mut().zip(w) {
+            *yo += xi * wo;
         }
+    }
+    if relu {
+        ember_backend::kernels::relu_in_place(y);
     }
 }
 
@@ -712,7 +778,8 @@ impl FrozenGaussianTanhPolicy {
             self.net
                 .forward_then(obs, rows, &mut self.raw, side, || {}, &then)
         } else {
-            // One row: the noise on this thread while the helpers compute.
+            // Not split, or split by columns: the noise on this thread while the helpers
+            // compute.
             let (net, raw) = (&mut self.net, &mut self.raw);
             net.forward_beside(obs, rows, raw, || {
                 crate::noise::fill_standard_normal(rows * a, rng, out)

@@ -401,7 +401,8 @@ impl GaussianTanhPolicy {
 /// `eps ← tanh(μ + σ·eps)·scale + bias` for each row `[μ, log σ]` of `raw` (twice the
 /// action width; `log σ` clamped to `log_std_bounds`), `eps` holding each row's standard
 /// normal noise: the squashing of [`GaussianTanhPolicy::act_host`] and of the frozen
-/// policy, in one place so that both give the same bits.
+/// policy, in one place so that both give the same bits. `σ = e^{log σ}` and `tanh` run
+/// in double precision, vectorised over blocks of actions (the module `host_math`).
 pub(crate) fn squash(
     raw: &[f32],
     eps: &mut [f32],
@@ -409,12 +410,87 @@ pub(crate) fn squash(
     bias: &[f32],
     log_std_bounds: (f32, f32),
 ) {
+    const BLOCK: usize = 64;
     let a = scale.len();
     let (lo, hi) = log_std_bounds;
-    for (row, e) in raw.chunks_exact(2 * a).zip(eps.chunks_exact_mut(a)) {
+    let mut block = SquashBlock {
+        mean: [0.0; BLOCK],
+        log_std: [0.0; BLOCK],
+        scale: [0.0; BLOCK],
+        bias: [0.0; BLOCK],
+    };
+    let (mut n, mut start) = (0, 0);
+    for (r, row) in raw
+        .chunks_exact(2 * a)
+        .enumerate()
+        .take(eps.len() / a.max(1))
+    {
         for j in 0..a {
-            let std = row[a + j].clamp(lo, hi).exp();
-            e[j] = (row[j] + std * e[j]).tanh() * scale[j] + bias[j];
+            block.mean[n] = row[j];
+            block.log_std[n] = row[a + j].clamp(lo, hi) as f64;
+            block.scale[n] = scale[j];
+            block.bias[n] = bias[j];
+            n += 1;
+            if n == BLOCK || (j + 1 == a && (r + 1) * a == eps.len()) {
+                squash_block(&block, &mut eps[start..start + n]);
+                start += n;
+                n = 0;
+            }
         }
+    }
+}
+
+/// One block of [`squash`]'s inputs, gathered from the rows.
+struct SquashBlock {
+    mean: [f32; 64],
+    log_std: [f64; 64],
+    scale: [f32; 64],
+    bias: [f32; 64],
+}
+
+ember_backend::multiversion! {
+    /// `eps[i] ← tanh(mean[i] + e^{log_std[i]}·eps[i])·scale[i] + bias[i]`.
+    fn squash_block(b: &SquashBlock, eps: &mut [f32]) {
+        let n = eps.len();
+        let parts = b.mean[..n].iter().zip(&b.log_std[..n]).zip(&b.scale[..n]).zip(&b.bias[..n]);
+        for (e, (((m, ls), s), bi)) in eps.iter_mut().zip(parts) {
+            let std = crate::host_math::exp(*ls) as f32;
+            *e = crate::host_math::tanh(m + std * *e) * s + bi;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::squash;
+
+    /// `squash` against the formula in `f32` with the C library's `exp` and `tanh`, across
+    /// blocks: action widths that divide the block, do not, and exceed it.
+    #[test]
+    fn squashing_in_blocks_matches_the_formula() {
+        for (a, rows) in [(1, 200), (6, 16), (7, 10), (70, 2), (2, 1)] {
+            let raw: Vec<f32> = (0..rows * 2 * a)
+                .map(|i| ((i as f32) * 0.618).sin() * 3.0)
+                .collect();
+            let noise: Vec<f32> = (0..rows * a).map(|i| ((i as f32) * 1.3).cos()).collect();
+            let scale: Vec<f32> = (0..a).map(|j| 0.5 + j as f32).collect();
+            let bias: Vec<f32> = (0..a).map(|j| 0.1 * j as f32).collect();
+            let mut got = noise.clone();
+            squash(&raw, &mut got, &scale, &bias, (-2.0, 1.0));
+            for (i, (g, e)) in got.iter().zip(&noise).enumerate() {
+                let (r, j) = (i / a, i % a);
+                let (mean, log_std) = (raw[r * 2 * a + j], raw[r * 2 * a + a + j]);
+                let std = log_std.clamp(-2.0, 1.0).exp();
+                let want = (mean + std * e).tanh() * scale[j] + bias[j];
+                assert!(
+                    (g - want).abs() <= 4.0 * f32::EPSILON * want.abs().max(1.0),
+                    "{a} wide, row {r}, action {j}: {g} vs {want}"
+                );
+            }
+        }
+        // A NaN in the network's output stays NaN.
+        let mut e = [0.3f32];
+        squash(&[f32::NAN, 0.0], &mut e, &[1.0], &[0.0], (-2.0, 1.0));
+        assert!(e[0].is_nan());
     }
 }

@@ -42,6 +42,7 @@ mod ensemble;
 mod flat;
 mod frozen;
 mod gaussian_policy;
+mod host_math;
 mod mlp;
 pub mod noise;
 mod target;

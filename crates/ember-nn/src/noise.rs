@@ -4,17 +4,44 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::EmberRng;
 
-/// Appends `n` standard normal values to `out` (Box–Muller, pairs from two uniforms).
+use crate::host_math;
+
+/// Pairs of uniforms turned into normals per block (on the stack).
+const PAIRS: usize = 32;
+
+/// Appends `n` standard normal values to `out` (Box–Muller, pairs from two uniforms
+/// `u1 = 1 − U` in `(0, 1]` and `u2 = U'`: `√(−2 ln u1) · (cos 2πu2, sin 2πu2)`; an odd
+/// `n` drops the last pair's sine). Blocks of pairs run through vectorised
+/// double-precision `ln`, `sin` and `cos` (the module `host_math`), which round to the
+/// same `f32`s as the C library's in all but a vanishing fraction of draws.
 pub fn fill_standard_normal(n: usize, rng: &mut EmberRng, out: &mut Vec<f32>) {
-    let end = out.len() + n;
-    while out.len() < end {
-        let u1 = 1.0 - rng.next_f64(); // (0, 1]
-        let u2 = rng.next_f64();
-        let r = (-2.0 * u1.ln()).sqrt();
-        let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
-        out.push((r * c) as f32);
-        if out.len() < end {
-            out.push((r * s) as f32);
+    let (mut u1, mut u2) = ([1.0f64; PAIRS], [0.0f64; PAIRS]);
+    let mut z = [0.0f32; 2 * PAIRS];
+    let mut left = n;
+    while left > 0 {
+        let pairs = left.div_ceil(2).min(PAIRS);
+        for (a, b) in u1[..pairs].iter_mut().zip(&mut u2[..pairs]) {
+            *a = 1.0 - rng.next_f64(); // (0, 1]
+            *b = rng.next_f64();
+        }
+        // Whole vectors of four pairs (the padding lanes hold last block's or the first
+        // uniforms and are dropped): a short tail would run scalar, latency-bound.
+        let lanes = pairs.next_multiple_of(4);
+        box_muller(&u1[..lanes], &u2[..lanes], &mut z[..2 * lanes]);
+        let take = left.min(2 * pairs);
+        out.extend_from_slice(&z[..take]);
+        left -= take;
+    }
+}
+
+ember_backend::multiversion! {
+    /// `z[2i], z[2i + 1] ← √(−2 ln u1[i]) · (cos 2πu2[i], sin 2πu2[i])`.
+    fn box_muller(u1: &[f64], u2: &[f64], z: &mut [f32]) {
+        for ((a, b), pair) in u1.iter().zip(u2).zip(z.chunks_exact_mut(2)) {
+            let r = (-2.0 * host_math::ln_positive(*a)).sqrt();
+            let (s, c) = host_math::sin_cos_turn(*b);
+            pair[0] = (r * c) as f32;
+            pair[1] = (r * s) as f32;
         }
     }
 }

@@ -188,16 +188,17 @@ fn a_batch_split_across_threads_gives_the_same_bits() {
     p1.act(&obs, &mut r1, &mut a).unwrap();
     p2.act(&obs, &mut r2, &mut b).unwrap();
     assert_eq!(a, b);
-    // One row: split by columns, the same noise and bits.
-    for _ in 0..3 {
-        p1.act(&obs[..17], &mut r1, &mut a).unwrap();
-        p2.act(&obs[..17], &mut r2, &mut b).unwrap();
-        assert_eq!(a, b);
+    // One to four rows: split by columns, the same noise and bits.
+    for rows in [1, 2, 3, 4, 1] {
+        p1.act(&obs[..rows * 17], &mut r1, &mut a).unwrap();
+        p2.act(&obs[..rows * 17], &mut r2, &mut b).unwrap();
+        assert_eq!(a, b, "{rows} rows");
+        assert_eq!(b.len(), rows * 6);
     }
 }
 
 #[test]
-fn a_single_row_split_by_columns_gives_the_same_bits() {
+fn a_small_batch_split_by_columns_gives_the_same_bits() {
     // Split layers of 64 (too narrow: one block, no split), 130 (blocks 0..64, 64..130: a
     // partial vector in the last), 200 and 256 (three threads: uneven blocks); the split
     // layer first, in the middle, after a tanh.
@@ -218,12 +219,12 @@ fn a_single_row_split_by_columns_gives_the_same_bits() {
         for threads in [2, 3, 5] {
             let mut split = FrozenMlp::new(&mlp).unwrap();
             split.set_threads(threads).unwrap();
-            for seed in 0..4 {
-                let x = input(1, widths[0], seed * 13);
-                one.forward(&x, 1, &mut a).unwrap();
-                split.forward(&x, 1, &mut b).unwrap();
-                assert_eq!(a, b, "{widths:?}, {threads} threads");
-                let burn = mlp.forward(tensor(&x, 1, widths[0]));
+            for (seed, rows) in [1, 2, 3, 4, 1, 4].into_iter().enumerate() {
+                let x = input(rows, widths[0], seed * 13);
+                one.forward(&x, rows, &mut a).unwrap();
+                split.forward(&x, rows, &mut b).unwrap();
+                assert_eq!(a, b, "{widths:?}, {threads} threads, {rows} rows");
+                let burn = mlp.forward(tensor(&x, rows, widths[0]));
                 let burn: Vec<f32> = burn.into_data().try_into_vec_as::<f32>().unwrap();
                 for (x, y) in b.iter().zip(&burn) {
                     assert!((x - y).abs() < 1e-4, "{widths:?}: {x} vs burn's {y}");
