@@ -160,8 +160,8 @@ impl FrozenMlp {
 
     /// Splits each batch across `threads` threads: this one and `threads − 1` helper threads
     /// kept for the network's lifetime (1, the default: this thread only). A batch of more
-    /// than four rows is split by rows, each thread running the whole network on its
-    /// share. One to four rows (acting in a few environments) are split by the outputs of
+    /// than two rows is split by rows, each thread running the whole network on its
+    /// share. One or two rows (acting in one or two environments) are split by the outputs of
     /// the second-to-last layer, the widest product of the usual shapes (256×256 of
     /// 17→256→256→12), in blocks of 64: each thread computes the layers before it whole,
     /// then its columns, and this thread the last layer once all have finished (used when
@@ -339,7 +339,7 @@ const COLUMN_BLOCK: usize = 64;
 
 /// Batches of up to this many rows are split by columns, larger ones by rows
 /// ([`FrozenMlp::set_threads`]).
-const COLUMN_ROWS: usize = 4;
+const COLUMN_ROWS: usize = 2;
 
 /// The buffers of a small batch split by columns ([`Net::run_by_columns`]).
 struct ColumnJobs<'a> {
