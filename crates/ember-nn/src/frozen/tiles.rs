@@ -11,11 +11,13 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// A layer's operands as raw parts: `W` row-major `[inputs, outputs]`, `b` `[outputs]`.
+use super::PANEL;
+
+/// A layer's operands as raw parts: `W` `[inputs, outputs]` in panels of [`PANEL`]
+/// columns (`HostLinear`), `b` `[outputs]`.
 #[derive(Clone, Copy)]
 pub(super) struct Parts {
     pub(super) inputs: usize,
-    pub(super) outputs: usize,
     pub(super) weight: *const f32,
     pub(super) bias: *const f32,
 }
@@ -247,8 +249,9 @@ unsafe fn live_inputs<const R: usize>(x: *const f32, inputs: usize, live: *mut u
 ///
 /// # Safety
 /// The CPU has `S`'s instruction set; `x` holds `R·inputs` floats, every entry of `live` is
-/// below `inputs`, `j0 + C·LANES ≤ outputs` (the masked lanes of `TAIL` excepted) and `y`
-/// holds those outputs of `R` rows.
+/// below `inputs`, `j0` is a multiple of `LANES`, `j0 + C·LANES ≤ outputs` (the masked
+/// lanes of `TAIL` excepted), `l.weight` holds the panels of `inputs × outputs` weights and
+/// `y` holds those outputs of `R` rows.
 #[inline(always)]
 unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
     l: Parts,
@@ -259,7 +262,7 @@ unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
     relu: bool,
     live: &[u32],
 ) {
-    let (n_in, n_out, lanes) = (l.inputs, l.outputs, S::LANES);
+    let (n_in, lanes) = (l.inputs, S::LANES);
     // SAFETY (whole body): every offset stays inside the extents of the contract above.
     unsafe {
         let vector = |p: *const f32, c: usize| {
@@ -271,10 +274,16 @@ unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
         };
         let bias: [S::V; C] = std::array::from_fn(|c| vector(l.bias.add(j0), c));
         let mut acc = [bias; R];
+        // Each vector lies inside one panel (`j0` and the widths are multiples of the
+        // lanes, which divide `PANEL`): its weights for input `i` are at `base + i·PANEL`,
+        // whole even in the masked tail (the panel's padding is zero).
+        let base: [*const f32; C] = std::array::from_fn(|c| {
+            let j = j0 + c * lanes;
+            l.weight.add(j / PANEL * n_in * PANEL + j % PANEL)
+        });
         for &i in live {
             let i = i as usize;
-            let wp = l.weight.add(i * n_out + j0);
-            let w: [S::V; C] = std::array::from_fn(|c| vector(wp, c));
+            let w: [S::V; C] = std::array::from_fn(|c| S::load(base[c].add(i * PANEL)));
             for (r, row) in acc.iter_mut().enumerate() {
                 let xb = S::splat(*x.add(r * n_in + i));
                 for (a, &wc) in row.iter_mut().zip(&w) {
@@ -352,8 +361,9 @@ pub(super) struct Call {
 ///
 /// # Safety
 /// The CPU has `S`'s instruction set; `x` holds `rows·inputs` floats, `y` those outputs of
-/// `rows` rows, `live` `inputs +` [`LIVE_SLACK`] slots; `l`'s pointers hold
-/// `inputs·outputs` and `outputs`; `y.from ≤ to ≤ outputs`.
+/// `rows` rows, `live` `inputs +` [`LIVE_SLACK`] slots; `l`'s pointers hold the panels of
+/// `inputs × outputs` weights (`inputs · ⌈outputs / PANEL⌉ · PANEL`) and `outputs` biases;
+/// `y.from ≤ to ≤ outputs`, `y.from` a multiple of the lanes.
 #[inline(always)]
 unsafe fn layer<S: Simd, const C1: usize, const C2: usize, const C4: usize>(call: Call) {
     let Call {
