@@ -1,5 +1,6 @@
-//! Frozen inference forms of the networks: weights copied once into host buffers, bias and
-//! activation fused into each layer, register-tiled SIMD kernels (a tile of up to four rows
+//! Frozen inference forms of the networks: weights copied once into host buffers (in panels
+//! of 16 output columns, one sequential stream per tile), bias and activation fused into
+//! each layer, register-tiled SIMD kernels (a tile of up to four rows
 //! × 64 outputs stays in registers while the inputs stream by; inputs that are zero in all
 //! of a tile's rows, as a ReLU leaves about half of them at one row, are listed out first
 //! and never read), and no allocation per call once the scratch buffers have grown to the
@@ -7,8 +8,8 @@
 //! action), where burn's eager forward pays packing and per-operation overhead that dwarf
 //! the arithmetic of a 17→256→256→12 network; measured faster than burn's eager forward
 //! from 1 to 64 rows and on a par at 256, so SAC acts through it below
-//! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads (a
-//! single row by the columns of its second-to-last layer).
+//! [`FROZEN_MAX_ROWS`] rows. [`FrozenMlp::set_threads`] splits batches across threads (one or
+//! two rows by the columns of their second-to-last layer).
 //!
 //! The kernel is chosen at run time for the CPU (AVX-512, AVX2 with FMA, or portable
 //! code). Results match the burn forward to float tolerance, not bit for bit (another
