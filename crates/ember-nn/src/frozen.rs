@@ -99,8 +99,9 @@ impl HostLinear {
 /// stay as they are: zero).
 fn pack(row_major: &[f32], inputs: usize, outputs: usize, dst: &mut [f32]) {
     for (i, row) in row_major.chunks_exact(outputs).take(inputs).enumerate() {
-        for (j, &w) in row.iter().enumerate() {
-            dst[(j / PANEL * inputs + i) * PANEL + j % PANEL] = w;
+        for (p, cols) in row.chunks(PANEL).enumerate() {
+            let at = (p * inputs + i) * PANEL;
+            dst[at..at + cols.len()].copy_from_slice(cols);
         }
     }
 }
