@@ -91,8 +91,14 @@ impl HostLinear {
 
     /// Where the weight of input `i` to output `j` is.
     fn at(&self, i: usize, j: usize) -> usize {
-        (j / PANEL * self.inputs + i) * PANEL + j % PANEL
+        panel_index(self.inputs, i, j)
     }
+}
+
+/// Where the weight of input `i` to output `j` of a layer with `inputs` inputs is in its
+/// panels.
+fn panel_index(inputs: usize, i: usize, j: usize) -> usize {
+    (j / PANEL * inputs + i) * PANEL + j % PANEL
 }
 
 /// Row-major `[inputs, outputs]` weights into the panels of `dst` (whose padding columns
@@ -100,7 +106,7 @@ impl HostLinear {
 fn pack(row_major: &[f32], inputs: usize, outputs: usize, dst: &mut [f32]) {
     for (i, row) in row_major.chunks_exact(outputs).take(inputs).enumerate() {
         for (p, cols) in row.chunks(PANEL).enumerate() {
-            let at = (p * inputs + i) * PANEL;
+            let at = panel_index(inputs, i, p * PANEL);
             dst[at..at + cols.len()].copy_from_slice(cols);
         }
     }
@@ -516,54 +522,54 @@ impl Net<'_> {
             out,
         } = share;
         let split = self.layers.len() - 2;
-        let Scratch { act: [a, b], live } = scratch;
-        let (mut cur, mut next) = (a, b);
-        let mut input = x;
+        let Scratch { act, live } = scratch;
+        let input = self.hidden(&self.layers[..split], x, rows, act, live);
         let act = Some(self.activation);
-        for (k, layer) in self.layers[..=split].iter().enumerate() {
-            if k == split {
-                // SAFETY: `out` holds `rows` rows of the split layer's outputs, and this
-                // share's columns are its own until the join (`run_by_columns`).
-                unsafe {
-                    self.kernel
-                        .layer_out(layer, input, rows, out, act, cols, live)
-                };
-                return;
-            }
-            let len = rows * layer.outputs;
-            if cur.len() < len {
-                cur.resize(len, 0.0);
-            }
-            let all = 0..layer.outputs;
+        // SAFETY: `out` holds `rows` rows of the split layer's outputs, and this share's
+        // columns are its own until the join (`run_by_columns`).
+        unsafe {
             self.kernel
-                .layer(layer, input, rows, &mut cur[..len], act, all, live);
-            std::mem::swap(&mut cur, &mut next);
-            input = &next[..len];
-        }
+                .layer_out(&self.layers[split], input, rows, out, act, cols, live)
+        };
     }
 
-    /// The whole network on `rows` rows of `x`: layer by layer through the ping-pong
+    /// The whole network on `rows` rows of `x`: the hidden layers through the ping-pong
     /// buffers of `scratch`, the last layer straight into `out`.
     fn run(self, x: &[f32], rows: usize, scratch: &mut Scratch, out: &mut [f32]) {
-        let last = self.layers.len() - 1;
-        let Scratch { act: [a, b], live } = scratch;
-        let (mut cur, mut next) = (a, b);
-        let mut input = x;
-        for (k, layer) in self.layers.iter().enumerate() {
-            let all = 0..layer.outputs;
-            if k == last {
-                self.kernel.layer(layer, input, rows, out, None, all, live);
-                return;
+        let (last, hidden) = self.layers.split_last().expect("one layer or more");
+        let Scratch { act, live } = scratch;
+        let input = self.hidden(hidden, x, rows, act, live);
+        self.kernel
+            .layer(last, input, rows, out, None, 0..last.outputs, live);
+    }
+
+    /// `layers`, each followed by the activation, on `rows` rows of `x`, alternating
+    /// between the buffers of `act` (grown as needed); their output (`x` itself when
+    /// `layers` is empty).
+    fn hidden<'a>(
+        self,
+        layers: &[HostLinear],
+        x: &'a [f32],
+        rows: usize,
+        act: &'a mut [Vec<f32>; 2],
+        live: &mut Vec<u32>,
+    ) -> &'a [f32] {
+        let mut len = 0;
+        for (k, layer) in layers.iter().enumerate() {
+            let [a, b] = &mut *act;
+            let (from, to) = if k % 2 == 0 { (b, a) } else { (a, b) };
+            let input = if k == 0 { x } else { &from[..len] };
+            len = rows * layer.outputs;
+            if to.len() < len {
+                to.resize(len, 0.0);
             }
-            let len = rows * layer.outputs;
-            if cur.len() < len {
-                cur.resize(len, 0.0);
-            }
-            let act = Some(self.activation);
+            let (all, act) = (0..layer.outputs, Some(self.activation));
             self.kernel
-                .layer(layer, input, rows, &mut cur[..len], act, all, live);
-            std::mem::swap(&mut cur, &mut next);
-            input = &next[..len];
+                .layer(layer, input, rows, &mut to[..len], act, all, live);
+        }
+        match layers.len() {
+            0 => x,
+            n => &act[(n - 1) % 2][..len],
         }
     }
 }

@@ -11,7 +11,7 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-use super::PANEL;
+use super::{PANEL, panel_index};
 
 /// A layer's operands as raw parts: `W` `[inputs, outputs]` in panels of [`PANEL`]
 /// columns (`HostLinear`), `b` `[outputs]`.
@@ -279,7 +279,7 @@ unsafe fn tile<S: Simd, const R: usize, const C: usize, const TAIL: bool>(
         // whole even in the masked tail (the panel's padding is zero).
         let base: [*const f32; C] = std::array::from_fn(|c| {
             let j = j0 + c * lanes;
-            l.weight.add(j / PANEL * n_in * PANEL + j % PANEL)
+            l.weight.add(panel_index(n_in, 0, j))
         });
         for &i in live {
             let i = i as usize;
