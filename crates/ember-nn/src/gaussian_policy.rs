@@ -410,42 +410,37 @@ pub(crate) fn squash(
     bias: &[f32],
     log_std_bounds: (f32, f32),
 ) {
-    const BLOCK: usize = 64;
     let a = scale.len();
     let (lo, hi) = log_std_bounds;
+    // Whole rows that both hold.
+    let rows = (raw.len() / (2 * a)).min(eps.len() / a);
     let mut block = SquashBlock {
-        mean: [0.0; BLOCK],
-        log_std: [0.0; BLOCK],
-        scale: [0.0; BLOCK],
-        bias: [0.0; BLOCK],
+        mean: [0.0; SQUASH_BLOCK],
+        log_std: [0.0; SQUASH_BLOCK],
+        scale: [0.0; SQUASH_BLOCK],
+        bias: [0.0; SQUASH_BLOCK],
     };
-    let (mut n, mut start) = (0, 0);
-    for (r, row) in raw
-        .chunks_exact(2 * a)
-        .enumerate()
-        .take(eps.len() / a.max(1))
-    {
-        for j in 0..a {
-            block.mean[n] = row[j];
-            block.log_std[n] = row[a + j].clamp(lo, hi) as f64;
-            block.scale[n] = scale[j];
-            block.bias[n] = bias[j];
-            n += 1;
-            if n == BLOCK || (j + 1 == a && (r + 1) * a == eps.len()) {
-                squash_block(&block, &mut eps[start..start + n]);
-                start += n;
-                n = 0;
-            }
+    for (b, part) in eps[..rows * a].chunks_mut(SQUASH_BLOCK).enumerate() {
+        for o in 0..part.len() {
+            let (r, j) = ((b * SQUASH_BLOCK + o) / a, (b * SQUASH_BLOCK + o) % a);
+            block.mean[o] = raw[r * 2 * a + j];
+            block.log_std[o] = raw[r * 2 * a + a + j].clamp(lo, hi) as f64;
+            block.scale[o] = scale[j];
+            block.bias[o] = bias[j];
         }
+        squash_block(&block, part);
     }
 }
 
+/// Actions [`squash`] gathers from the rows and squashes at a time.
+const SQUASH_BLOCK: usize = 64;
+
 /// One block of [`squash`]'s inputs, gathered from the rows.
 struct SquashBlock {
-    mean: [f32; 64],
-    log_std: [f64; 64],
-    scale: [f32; 64],
-    bias: [f32; 64],
+    mean: [f32; SQUASH_BLOCK],
+    log_std: [f64; SQUASH_BLOCK],
+    scale: [f32; SQUASH_BLOCK],
+    bias: [f32; SQUASH_BLOCK],
 }
 
 ember_backend::multiversion! {
