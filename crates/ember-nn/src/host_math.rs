@@ -19,6 +19,10 @@ use std::f64::consts::TAU;
 const LN2_HI: f64 = 0.693_147_180_369_123_8;
 const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
+/// `1.5 · 2^52`: an `f64` near it has unit spacing, so `y + SHIFTER` rounds `y` to a whole
+/// number held in the low bits of the mantissa (`2^51 + k`).
+const SHIFTER: f64 = 6_755_399_441_055_744.0;
+
 /// `ln x` for a positive, normal, finite `x` (the uniforms of Box–Muller: `(0, 1]`).
 ///
 /// `x = 2^k · m` with `m` in `[√½, √2)`, `f = m − 1`, `s = f / (2 + f)`; then
@@ -54,7 +58,6 @@ pub(crate) fn ln_positive(x: f64) -> f64 {
 /// conversion from 64-bit integers).
 #[inline(always)]
 fn small_int_to_f64(k: i64) -> f64 {
-    const SHIFTER: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     f64::from_bits(SHIFTER.to_bits().wrapping_add(k as u64)) - SHIFTER
 }
 
@@ -95,8 +98,8 @@ pub(crate) fn sin_cos_turn(u: f64) -> (f64, f64) {
 /// `|r| ≤ ln 2 / 2`, a Taylor polynomial of degree 13 in `r`, times `2^k` from the bits.
 #[inline(always)]
 pub(crate) fn exp(x: f64) -> f64 {
-    const SHIFTER: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52: rounds to a whole number
     let x = x.clamp(-708.0, 709.0);
+    // Adding `SHIFTER` rounds to a whole number.
     let kf = x * std::f64::consts::LOG2_E + SHIFTER;
     let k = kf - SHIFTER;
     let r = (x - k * LN2_HI) - k * LN2_LO;
