@@ -9,7 +9,9 @@ hyper-parameters, to compare with Ember's `train_speed` example in the same wind
 No evaluation, no logging: the timed part is `model.learn(STEPS)` alone.
 
 Run: .venv-torch/bin/python benches/reference/sb3_train.py ALGO ENV STEPS [--threads N]
-Prints `algo=… env=… threads=N env_steps=… wall_s=… env_steps_per_s=…`.
+Prints `algo=… env=… threads=N env_steps=… updates=… wall_s=… env_steps_per_s=…`
+(`updates`: gradient steps taken, SB3's `_n_updates`; SAC's start after `learning_starts`
+transitions, Ember's once the buffer holds a batch, since it samples without replacement).
 """
 
 import argparse
@@ -51,8 +53,9 @@ def main():
     model.learn(total_timesteps=args.steps)
     wall = time.perf_counter() - start
     steps = model.num_timesteps
+    updates = getattr(model, "_n_updates", 0)
     print(f"algo={args.algo} env={args.env} threads={args.threads} env_steps={steps} "
-          f"wall_s={wall:.2f} env_steps_per_s={steps / wall:.1f}")
+          f"updates={updates} wall_s={wall:.2f} env_steps_per_s={steps / wall:.1f}")
 
 
 if __name__ == "__main__":
