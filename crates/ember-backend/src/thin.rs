@@ -173,26 +173,44 @@ fn row_dots(x: &[f32], bt: &[f32], out: &mut [MaybeUninit<f32>]) {
 multiversion! {
     /// [`row_dots`] in plain Rust (the same order, for CPUs without AVX).
     fn row_dots_portable(x: &[f32], bt: &[f32], out: &mut [MaybeUninit<f32>]) {
-        let k = x.len();
-        for (o, y) in out.iter_mut().zip(bt.chunks_exact(k)) {
-            o.write(dot(x, y));
-        }
+        each_row(x, bt, out, dot);
     }
+}
+
+/// `out[j] = dot(x, bt[j])` for each row of `bt`: [`row_dots`]' loop, inlined into each
+/// instruction set's function.
+#[inline(always)]
+fn each_row(
+    x: &[f32],
+    bt: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    dot: impl Fn(&[f32], &[f32]) -> f32,
+) {
+    for (o, y) in out.iter_mut().zip(bt.chunks_exact(x.len())) {
+        o.write(dot(x, y));
+    }
+}
+
+/// `s` plus the terms of `x · y` from `from` on, in order: a dot product's last
+/// `k mod 16` terms.
+#[inline(always)]
+fn tail_terms(s: f32, x: &[f32], y: &[f32], from: usize) -> f32 {
+    x[from..]
+        .iter()
+        .zip(&y[from..])
+        .fold(s, |s, (&a, &b)| s + a * b)
 }
 
 /// [`row_dots`] with AVX-512 intrinsics: LLVM vectorises the plain form's lane tree
 /// poorly (it ran at half the speed of the GEMM library's kernel).
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{LANES, MaybeUninit};
+    use super::{LANES, MaybeUninit, each_row, tail_terms};
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f")]
     pub(super) fn row_dots(x: &[f32], bt: &[f32], out: &mut [MaybeUninit<f32>]) {
-        let k = x.len();
-        for (o, y) in out.iter_mut().zip(bt.chunks_exact(k)) {
-            o.write(dot(x, y));
-        }
+        each_row(x, bt, out, |x, y| dot(x, y));
     }
 
     #[target_feature(enable = "avx512f")]
@@ -218,15 +236,8 @@ mod avx512 {
         let v = _mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3]));
         // Lanes l + 8 onto l, then l + 4, l + 2, l + 1.
         let v8 = _mm512_add_ps(v, _mm512_shuffle_f32x4::<0b11_10_11_10>(v, v));
-        let h = _mm512_castps512_ps256(v8);
-        let q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
-        let d = _mm_add_ps(q, _mm_movehl_ps(q, q));
-        let s = _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps::<1>(d, d)));
-        let tail = blocks * LANES;
-        x[tail..]
-            .iter()
-            .zip(&y[tail..])
-            .fold(s, |s, (&a, &b)| s + a * b)
+        let s = super::avx::lanes_l4_l2_l1(_mm512_castps512_ps256(v8));
+        tail_terms(s, x, y, blocks * LANES)
     }
 }
 
@@ -235,7 +246,7 @@ mod avx512 {
 /// on Zen 3, `perf annotate` of a SAC run).
 #[cfg(target_arch = "x86_64")]
 mod avx {
-    use super::{CHAINS, LANES, MaybeUninit};
+    use super::{CHAINS, LANES, MaybeUninit, each_row, tail_terms};
     use std::arch::x86_64::*;
 
     /// Lanes of one AVX register: a chain's 16 lanes are two of them.
@@ -243,10 +254,7 @@ mod avx {
 
     #[target_feature(enable = "avx")]
     pub(super) fn row_dots(x: &[f32], bt: &[f32], out: &mut [MaybeUninit<f32>]) {
-        let k = x.len();
-        for (o, y) in out.iter_mut().zip(bt.chunks_exact(k)) {
-            o.write(dot(x, y));
-        }
+        each_row(x, bt, out, |x, y| dot(x, y));
     }
 
     #[target_feature(enable = "avx")]
@@ -278,15 +286,17 @@ mod avx {
         let lo = _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[4], c[6]));
         let hi = _mm256_add_ps(_mm256_add_ps(c[1], c[3]), _mm256_add_ps(c[5], c[7]));
         // Lanes l + 8 onto l, then l + 4, l + 2, l + 1.
-        let v8 = _mm256_add_ps(lo, hi);
-        let q = _mm_add_ps(_mm256_castps256_ps128(v8), _mm256_extractf128_ps::<1>(v8));
+        let s = lanes_l4_l2_l1(_mm256_add_ps(lo, hi));
+        tail_terms(s, x, y, blocks * LANES)
+    }
+
+    /// Lane 0 of `v` after adding lanes `l + 4` onto `l`, then `l + 2`, then `l + 1`: the
+    /// end of the documented lane tree, once lanes `l + 8` are on `l`.
+    #[target_feature(enable = "avx")]
+    pub(super) fn lanes_l4_l2_l1(v: __m256) -> f32 {
+        let q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
         let d = _mm_add_ps(q, _mm_movehl_ps(q, q));
-        let s = _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps::<1>(d, d)));
-        let tail = blocks * LANES;
-        x[tail..]
-            .iter()
-            .zip(&y[tail..])
-            .fold(s, |s, (&a, &b)| s + a * b)
+        _mm_cvtss_f32(_mm_add_ss(d, _mm_shuffle_ps::<1>(d, d)))
     }
 }
 
@@ -345,7 +355,7 @@ fn dot(x: &[f32], y: &[f32]) -> f32 {
             v[l] += v[l + w];
         }
     }
-    xt.iter().zip(yt).fold(v[0], |s, (&a, &b)| s + a * b)
+    tail_terms(v[0], xt, yt, 0)
 }
 
 /// Rows per block of [`column_sweeps`] (two AVX-512 registers per output column).
