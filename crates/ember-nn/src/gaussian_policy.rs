@@ -420,13 +420,18 @@ pub(crate) fn squash(
         scale: [0.0; SQUASH_BLOCK],
         bias: [0.0; SQUASH_BLOCK],
     };
-    for (b, part) in eps[..rows * a].chunks_mut(SQUASH_BLOCK).enumerate() {
+    // Row and action of the next value gathered, stepped along (no division per action).
+    let (mut r, mut j) = (0, 0);
+    for part in eps[..rows * a].chunks_mut(SQUASH_BLOCK) {
         for o in 0..part.len() {
-            let (r, j) = ((b * SQUASH_BLOCK + o) / a, (b * SQUASH_BLOCK + o) % a);
             block.mean[o] = raw[r * 2 * a + j];
             block.log_std[o] = raw[r * 2 * a + a + j].clamp(lo, hi) as f64;
             block.scale[o] = scale[j];
             block.bias[o] = bias[j];
+            j += 1;
+            if j == a {
+                (r, j) = (r + 1, 0);
+            }
         }
         squash_block(&block, part);
     }
