@@ -6,73 +6,105 @@
 //! forward 2 and back to the action 2 — about 1 once the rows the minimum over the two
 //! critics sends nothing through are skipped —, actor backward 2). The actor thread can
 //! compute the first rows' next values (their actions, log-probabilities and the target
-//! critics' minimum) while the critic thread runs the critic's forward pass. How many rows
-//! balance the halves depends on the networks' shapes and the machine (on a 2-vCPU Xeon
-//! moving all next actions made a Pendulum run 1.4% faster and a HalfCheetah-shaped update
-//! 4.5% slower), so the learner times five placements — none, a quarter, half, three
-//! quarters or all of the rows on the actor thread — alternating over its first updates,
-//! and keeps the fastest. Every row is computed by the same operations whichever thread
-//! computes it (the products are row by row the same, tested): the choice never changes a
-//! result, only where the work runs.
+//! critics' minimum) while the critic thread runs the critic's forward pass, and both
+//! halves then meet at the gate (`update::Gate`) before either steps: whichever arrives
+//! first waits for the other.
+//!
+//! How many rows balance the halves depends on the networks' shapes, the machine, and the
+//! moment: on a 2-vCPU AMD EPYC (Zen 3) the wait at the gate of a Pendulum run swung
+//! between the critic half waiting ~1.3 ms and the actor half waiting ~1.5 ms for
+//! hundreds of updates at a time with the rows fixed (updates of ~5.6 ms; the cores'
+//! speeds change with what their neighbours run). So the rows follow the measured gap
+//! between the halves' arrivals: after each update they move by a share ([`GAIN`]) of the
+//! rows that would have closed it, each row moved shortening one half and lengthening the
+//! other by the time a row of next values takes (measured on the actor thread). Every row
+//! is computed by the same operations whichever thread computes it (the products are row
+//! by row the same, tested): the rows never change a result, only where the work runs.
 
 use std::time::Duration;
 
-/// Updates not timed at first (the worker thread's start, cold caches and allocator).
+/// Updates that change nothing at first (the worker thread's start, cold caches and
+/// allocator).
 const WARM_UP: u32 = 4;
 
-/// Timed updates per placement before one is kept (the difference can be a few percent,
-/// and single updates vary by more: 16 each picked the slower one in one run of two).
-const TRIALS: usize = 48;
+/// The actor thread's share of the rows before the first measurement.
+const INITIAL_SHARE: f64 = 0.25;
 
-/// Placements: the share of the rows (in quarters) the actor thread computes.
-const CHOICES: usize = 5;
+/// Rows move in steps of this many (and the handed rows are a multiple of it).
+const STEP: usize = 8;
 
-/// The timing of the placements and, once decided, the one kept.
-#[derive(Debug, Default)]
-pub(super) struct NextValuesPlacement {
+/// Share of a measured gap corrected after one update: single updates vary by several
+/// hundred microseconds either way, so the rows follow the gap's average over the last
+/// few updates rather than each one.
+const GAIN: f64 = 0.15;
+
+/// Largest move after one update, as a share of the rows (a preempted half must not send
+/// the rows from one end to the other).
+const MAX_MOVE: f64 = 0.125;
+
+/// Weight of a new measurement in the time per row's moving average.
+const PER_ROW_WEIGHT: f64 = 0.1;
+
+/// The actor thread's share of the next values' rows and what moves it.
+#[derive(Debug)]
+pub(super) struct NextValuesBalance {
     seen: u32,
-    /// The updates timed with each placement.
-    timed: [Vec<Duration>; CHOICES],
-    kept: Option<usize>,
+    /// The actor thread's share of the rows, in `[0, 1]`.
+    share: f64,
+    /// Seconds a row of next values takes on the actor thread (moving average), once
+    /// measured.
+    per_row: Option<f64>,
 }
 
-impl NextValuesPlacement {
-    /// The placement of the next update: the kept one, or each in turn while they are
-    /// timed.
-    pub(super) fn choice(&self) -> usize {
-        self.kept.unwrap_or(self.seen as usize % CHOICES)
-    }
-
-    /// How many of `rows` (the first ones) the actor thread computes under `choice`.
-    pub(super) fn rows(choice: usize, rows: usize) -> usize {
-        rows * choice / (CHOICES - 1)
-    }
-
-    /// Records that an update with placement `choice` took `took`.
-    pub(super) fn record(&mut self, choice: usize, took: Duration) {
-        if self.kept.is_some() {
-            return;
-        }
-        self.seen += 1;
-        if self.seen <= WARM_UP {
-            return;
-        }
-        self.timed[choice].push(took);
-        if self.timed.iter().all(|t| t.len() >= TRIALS) {
-            // Medians: a preempted update does not decide.
-            let medians = self.timed.iter_mut().map(|t| {
-                t.sort_unstable();
-                t[t.len() / 2]
-            });
-            self.kept = medians.enumerate().min_by_key(|&(_, m)| m).map(|(c, _)| c);
-            self.timed = Default::default();
+impl Default for NextValuesBalance {
+    fn default() -> Self {
+        NextValuesBalance {
+            seen: 0,
+            share: INITIAL_SHARE,
+            per_row: None,
         }
     }
+}
 
-    /// The kept placement, once decided.
+impl NextValuesBalance {
+    /// How many of `batch` rows (the first ones) the actor thread computes next: a
+    /// multiple of [`STEP`] (or all of them).
+    pub(super) fn rows(&self, batch: usize) -> usize {
+        let steps = (self.share * batch as f64 / STEP as f64).round() as usize;
+        (steps * STEP).min(batch)
+    }
+
+    /// Puts the actor thread's share at `share` (tests of the placements).
     #[cfg(test)]
-    fn kept(&self) -> Option<usize> {
-        self.kept
+    pub(super) fn set_share(&mut self, share: f64) {
+        self.share = share.clamp(0.0, 1.0);
+    }
+
+    /// Records an update of `batch` rows in which the actor thread computed `rows` of them
+    /// in `hand_off`, and arrived at the gate `gap` seconds after the critic half
+    /// (negative: before it).
+    pub(super) fn record(&mut self, batch: usize, rows: usize, hand_off: Duration, gap: f64) {
+        self.seen += 1;
+        if self.seen <= WARM_UP || batch == 0 {
+            return;
+        }
+        if rows >= STEP {
+            let t = hand_off.as_secs_f64() / rows as f64;
+            self.per_row = Some(match self.per_row {
+                Some(avg) => avg + PER_ROW_WEIGHT * (t - avg),
+                None => t,
+            });
+        }
+        let Some(per_row) = self.per_row.filter(|&t| t > 0.0) else {
+            return;
+        };
+        // A row moved to the critic thread shortens the actor half by `per_row` and
+        // lengthens the critic half by about as much: the gap closes by twice that.
+        let closing = gap / (2.0 * per_row) / batch as f64;
+        let step = (GAIN * closing).clamp(-MAX_MOVE, MAX_MOVE);
+        if step.is_finite() {
+            self.share = (self.share - step).clamp(0.0, 1.0);
+        }
     }
 }
 
@@ -80,81 +112,81 @@ impl NextValuesPlacement {
 mod tests {
     use super::*;
 
-    /// Runs `p` with updates taking `us[choice]` µs until it decides.
-    fn decide(us: [u64; CHOICES]) -> (NextValuesPlacement, u32) {
-        let mut p = NextValuesPlacement::default();
-        let mut updates = 0;
-        while p.kept().is_none() {
-            let c = p.choice();
-            p.record(c, Duration::from_micros(us[c]));
-            updates += 1;
-            assert!(updates < 1000, "never decided");
+    /// A simulated update: the actor half takes `actor + rows · per_row`, the critic half
+    /// `critic + (batch − rows) · per_row` (seconds); returns the gap and the hand-off.
+    fn simulate(
+        rows: usize,
+        batch: usize,
+        actor: f64,
+        critic: f64,
+        per_row: f64,
+    ) -> (f64, Duration) {
+        let hand_off = rows as f64 * per_row;
+        let a = actor + hand_off;
+        let c = critic + (batch - rows) as f64 * per_row;
+        (a - c, Duration::from_secs_f64(hand_off))
+    }
+
+    /// Runs `updates` simulated updates and returns the balance.
+    fn run(b: &mut NextValuesBalance, updates: usize, actor: f64, critic: f64) {
+        let (batch, per_row) = (256, 5e-6);
+        for _ in 0..updates {
+            let rows = b.rows(batch);
+            let (gap, hand_off) = simulate(rows, batch, actor, critic, per_row);
+            b.record(batch, rows, hand_off, gap);
         }
-        (p, updates)
     }
 
     #[test]
-    fn keeps_the_fastest_placement_after_timing_all() {
-        let (p, updates) = decide([2000, 1900, 1950, 1960, 1970]);
-        assert_eq!(p.choice(), 1);
-        assert_eq!(updates as usize, WARM_UP as usize + CHOICES * TRIALS);
-        assert_eq!(decide([2000, 2100, 2050, 2010, 2020]).0.choice(), 0);
-        let (mut p, _) = decide([2000, 2100, 2050, 2010, 1990]);
-        assert_eq!(p.choice(), 4);
-        // Once kept, later timings change nothing.
-        for _ in 0..100 {
-            p.record(4, Duration::from_secs(1));
-        }
-        assert_eq!(p.choice(), 4);
+    fn the_rows_settle_where_the_halves_meet_and_follow_a_change() {
+        let mut b = NextValuesBalance::default();
+        assert_eq!(b.rows(256), 64);
+        // 5 µs a row: the halves meet when the actor thread computes 100 of the 256 rows
+        // (2 ms + 100 rows = 1.72 ms + 156 rows).
+        run(&mut b, 100, 2.0e-3, 1.72e-3);
+        let settled = b.rows(256);
+        assert!((96..=104).contains(&settled), "{settled}");
+        // The actor's core slows down: they meet at 40 rows.
+        run(&mut b, 100, 2.6e-3, 1.72e-3);
+        let later = b.rows(256);
+        assert!((32..=48).contains(&later), "{later}");
+        // The ends hold: a much longer actor half leaves it no rows, a much longer critic
+        // half hands it all of them.
+        run(&mut b, 100, 10e-3, 2e-3);
+        assert_eq!(b.rows(256), 0);
+        run(&mut b, 100, 2e-3, 10e-3);
+        assert_eq!(b.rows(256), 256);
     }
 
     #[test]
-    fn takes_turns_while_timing_and_ignores_the_warm_up() {
-        let mut p = NextValuesPlacement::default();
-        let mut seen = Vec::new();
-        for i in 0..WARM_UP as usize + 2 * CHOICES {
-            let c = p.choice();
-            seen.push(c);
-            // Slow warm-up updates must not count against their placement.
-            let us = if i < WARM_UP as usize && c == 1 {
-                50_000
-            } else {
-                2000 - c as u64
-            };
-            p.record(c, Duration::from_micros(us));
+    fn warm_up_and_outliers_move_the_rows_little() {
+        let mut b = NextValuesBalance::default();
+        for _ in 0..WARM_UP {
+            b.record(256, 64, Duration::from_micros(320), 5e-3);
         }
-        assert_eq!(seen[..7], [0, 1, 2, 3, 4, 0, 1]);
-        assert!(p.timed.iter().all(|t| t.len() == 2));
-        assert!(p.timed[1].iter().all(|t| t.as_micros() == 1999));
+        assert_eq!(b.rows(256), 64, "the warm-up changes nothing");
+        // One update whose actor half was preempted for 50 ms.
+        b.record(256, 64, Duration::from_micros(320), 50e-3);
+        assert_eq!(b.rows(256), 32, "one move is at most an eighth of the rows");
+        // A measurement of no rows keeps the time per row it had.
+        b.record(256, 0, Duration::ZERO, -1e-3);
+        assert!(b.rows(256) > 32);
+        assert_eq!(b.per_row, Some(5e-6));
     }
 
     #[test]
-    fn an_outlier_does_not_decide() {
-        let mut p = NextValuesPlacement::default();
-        let mut preempted = false;
-        while p.kept().is_none() {
-            let c = p.choice();
-            // Placement 2 is the fastest, but one of its timed updates was preempted.
-            let slow = !preempted && c == 2 && p.seen >= WARM_UP;
-            preempted |= slow;
-            let us = if slow {
-                1_000_000
-            } else {
-                [2000, 1950, 1900, 1950, 2000][c]
-            };
-            p.record(c, Duration::from_micros(us));
+    fn rows_are_steps_within_the_batch() {
+        let mut b = NextValuesBalance::default();
+        for share in [0.0, 0.01, 0.26, 0.5, 0.97, 1.0] {
+            b.share = share;
+            for batch in [1, 5, 64, 100, 256] {
+                let r = b.rows(batch);
+                assert!(r <= batch);
+                assert!(r % STEP == 0 || r == batch, "{share} {batch} {r}");
+            }
         }
-        assert!(preempted);
-        assert_eq!(p.choice(), 2);
-    }
-
-    #[test]
-    fn placements_split_the_rows_in_quarters() {
-        let rows: Vec<usize> = (0..CHOICES)
-            .map(|c| NextValuesPlacement::rows(c, 256))
-            .collect();
-        assert_eq!(rows, [0, 64, 128, 192, 256]);
-        assert_eq!(NextValuesPlacement::rows(1, 5), 1);
-        assert_eq!(NextValuesPlacement::rows(3, 5), 3);
+        b.share = 1.0;
+        assert_eq!(b.rows(100), 100);
+        assert_eq!(b.rows(5), 5);
     }
 }

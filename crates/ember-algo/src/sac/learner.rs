@@ -1,9 +1,9 @@
 //! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
-use super::balance::NextValuesPlacement;
+use super::balance::NextValuesBalance;
 use super::update::{
-    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Inputs, NextValues,
+    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Half, Inputs, NextValues,
 };
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
@@ -61,7 +61,7 @@ pub struct Sac {
     /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
     worker: Option<Worker>,
     /// Which thread computes the next values under [`UpdateSchedule::Parallel`].
-    placement: NextValuesPlacement,
+    balance: NextValuesBalance,
     /// The acting copy (module, updates since its refresh) from before the parallel
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
@@ -128,7 +128,7 @@ impl Sac {
             frozen,
             sde: SdeSchedule::new(config.sde_sample_freq),
             worker: None,
-            placement: NextValuesPlacement::default(),
+            balance: NextValuesBalance::default(),
             acting_undo: None,
             progress: Progress::default(),
             learn,
@@ -217,21 +217,22 @@ impl Sac {
             }
             UpdateSchedule::Parallel => {
                 let gate = Arc::new(Gate::default());
-                let mut critic_arrival = Arrival(gate.clone(), false);
-                let mut actor_arrival = Arrival(gate, false);
+                let mut critic_arrival = Arrival::new(gate.clone(), Half::Critic);
+                let mut actor_arrival = Arrival::new(gate.clone(), Half::Actor);
                 if self.worker.is_none() {
                     self.worker = Some(Worker::spawn("ember-sac-critic")?);
                 }
                 let worker = self.worker.as_ref().expect("started above");
-                let started = Instant::now();
-                let choice = self.placement.choice();
-                let rows = NextValuesPlacement::rows(choice, x.next_obs.dims()[0]);
+                let batch = x.next_obs.dims()[0];
+                let rows = self.balance.rows(batch);
                 let hand_off = job.hand_off_next_values(rows);
                 let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
+                let started = Instant::now();
                 if let Some(hand_off) = hand_off {
                     // The critic half starts with its forward pass and needs these after.
                     hand_off.run(x);
                 }
+                let handed_in = started.elapsed();
                 let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| {
                     actor_arrival.both_ok(ok)
                 });
@@ -245,7 +246,9 @@ impl Sac {
                     }
                 }
                 let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
-                self.placement.record(choice, started.elapsed());
+                if let Some(gap) = gate.gap() {
+                    self.balance.record(batch, rows, handed_in, gap);
+                }
                 (critic, actor)
             }
         })
@@ -508,5 +511,64 @@ impl TrainingState for Sac {
         self.sde = sde;
         self.progress = progress;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ember_core::BoxSpace;
+
+    /// A small learner; both of a test's learners are built under this lock (weight
+    /// initialisation draws from the backend's global generator).
+    fn learner(schedule: UpdateSchedule) -> Sac {
+        static BUILD: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        let config = SacConfig {
+            hidden: vec![32, 32],
+            update_schedule: schedule,
+            seed: 3,
+            ..SacConfig::default()
+        };
+        let obs = Space::Box(BoxSpace::uniform(3, -1.0, 1.0).unwrap());
+        let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
+        let device = ember_backend::DeviceSpec::Flex.device().unwrap();
+        config.build(&obs, &act, &Devices::same(&device)).unwrap()
+    }
+
+    fn state(s: &Sac) -> Vec<u32> {
+        let mut all = ember_nn::flat_params(&s.actor);
+        all.extend(ember_nn::flat_params(&s.critic));
+        all.extend(ember_nn::flat_params(&s.target));
+        all.push(s.alpha as f32);
+        all.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn any_rows_on_the_actor_thread_give_the_sequential_bits() {
+        let mut seq = learner(UpdateSchedule::Sequential);
+        let mut par = learner(UpdateSchedule::Parallel);
+        assert_eq!(state(&seq), state(&par), "same seed, same weights");
+        let before = state(&seq);
+        let mut rng = EmberRng::seed_from(9);
+        let n = 60;
+        // Handed rows 0, 8, 24, 32, 56, all 60 and 48 of 60.
+        for (step, share) in [0.02, 0.13, 0.4, 0.5, 0.97, 1.0, 0.75]
+            .into_iter()
+            .enumerate()
+        {
+            par.balance.set_share(share);
+            let mut b = Batch::with_capacity(3, 2, n);
+            let mut draw = |k: usize| -> Vec<f32> {
+                (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
+            };
+            (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
+            (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
+            (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+            let (s, p) = (seq.update(&b, step as u64), par.update(&b, step as u64));
+            assert_eq!(s.unwrap(), p.unwrap(), "update {step}, share {share}");
+            assert_eq!(state(&seq), state(&par), "update {step}, share {share}");
+        }
+        assert_ne!(state(&seq), before);
     }
 }

@@ -19,11 +19,11 @@
 //!
 //! These parts are independent, so [`UpdateSchedule::Parallel`] runs the target + critic
 //! step on one thread and the actor + temperature step on another. The actor thread may
-//! first compute a quarter, half, three quarters or all of the rows of the soft target's
-//! next values (actions `a'`, `log π(a'|s')` and `min Q̄(s', a')`) and hand them over while
-//! the critic thread runs the critic's forward pass (the critic half holds more of the
-//! work): the learner times the placements over its first updates and keeps the fastest
-//! (`balance`).
+//! first compute some of the rows of the soft target's next values (actions `a'`,
+//! `log π(a'|s')` and `min Q̄(s', a')`) and hand them over while the critic thread runs the
+//! critic's forward pass (the critic half holds more of the work): after each update the
+//! learner moves rows towards the half that arrived first at the gate where both halves
+//! meet before stepping, by a share of the measured gap (`balance`).
 //! The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
 //! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked

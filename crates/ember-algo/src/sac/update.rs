@@ -15,6 +15,7 @@ use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 /// One update's inputs, on the devices where they are used.
 #[derive(Clone)]
@@ -305,55 +306,101 @@ impl ActorJob<'_> {
 /// Two threads agreeing that both halves of an update succeeded before either steps.
 /// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
 /// half never waits forever. The first to arrive spins briefly before it blocks
-/// ([`ember_core::worker::spin_until`]).
+/// ([`ember_core::worker::spin_until`]). It also measures how far apart the halves
+/// arrived, which balances the next update's halves (`super::balance`).
 #[derive(Default)]
 pub(super) struct Gate {
-    /// (halves arrived, all arrived halves succeeded)
-    state: Mutex<(u8, bool)>,
+    state: Mutex<GateState>,
     /// Halves arrived, for the spin.
     arrived: AtomicU8,
     both_arrived: Condvar,
 }
 
+/// What the [`Gate`] knows so far.
+#[derive(Default)]
+struct GateState {
+    arrived: u8,
+    /// Whether all arrived halves succeeded.
+    ok: bool,
+    /// The first half to arrive, and when.
+    first: Option<(Half, Instant)>,
+    /// Seconds from the critic half's arrival to the actor half's, once both arrived.
+    gap: Option<f64>,
+}
+
+/// The two halves of an update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Half {
+    Critic,
+    Actor,
+}
+
 impl Gate {
-    /// Reports this half's success, waits for the other half, and says whether both
+    /// Reports `half`'s success, waits for the other half, and says whether both
     /// succeeded.
-    fn both_ok(&self, mine: bool) -> bool {
+    fn both_ok(&self, half: Half, mine: bool) -> bool {
         {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.1 = if s.0 == 0 { mine } else { s.1 && mine };
-            s.0 += 1;
-            self.arrived.store(s.0, Ordering::Release);
-            if s.0 == 2 {
+            let now = Instant::now();
+            s.ok = if s.arrived == 0 { mine } else { s.ok && mine };
+            s.arrived += 1;
+            match s.first {
+                None => s.first = Some((half, now)),
+                Some((first, at)) => {
+                    let apart = now.duration_since(at).as_secs_f64();
+                    s.gap = Some(if first == Half::Critic { apart } else { -apart });
+                }
+            }
+            self.arrived.store(s.arrived, Ordering::Release);
+            if s.arrived == 2 {
                 self.both_arrived.notify_all();
-                return s.1;
+                return s.ok;
             }
         }
         ember_core::worker::spin_until(|| self.arrived.load(Ordering::Acquire) == 2);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.0 < 2 {
+        while s.arrived < 2 {
             s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
         }
-        s.1
+        s.ok
+    }
+
+    /// Seconds from the critic half's arrival to the actor half's (negative when the
+    /// actor half came first), once both have arrived.
+    pub(super) fn gap(&self) -> Option<f64> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).gap
     }
 }
 
 /// One half's place at the [`Gate`]: it arrives at most once, and as failed when dropped
 /// without arriving (its half panicked).
-pub(super) struct Arrival(pub Arc<Gate>, pub bool);
+pub(super) struct Arrival {
+    gate: Arc<Gate>,
+    half: Half,
+    arrived: bool,
+}
 
 impl Arrival {
+    /// `half`'s place at `gate`.
+    pub(super) fn new(gate: Arc<Gate>, half: Half) -> Arrival {
+        Arrival {
+            gate,
+            half,
+            arrived: false,
+        }
+    }
+
     /// Arrives with this half's success; says whether both halves succeeded.
     pub(super) fn both_ok(&mut self, mine: bool) -> bool {
-        self.1 = true;
-        self.0.both_ok(mine)
+        self.arrived = true;
+        self.gate.both_ok(self.half, mine)
     }
 }
 
 impl Drop for Arrival {
     fn drop(&mut self) {
-        if !self.1 {
-            self.0.both_ok(false);
+        if !self.arrived {
+            self.gate.both_ok(self.half, false);
         }
     }
 }
