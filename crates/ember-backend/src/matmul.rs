@@ -120,11 +120,10 @@ mod flex {
             }
             let dst = entry.as_mut_ptr().cast::<f32>();
             // SAFETY: every offset stays inside its operand's buffer (flex's layout
-            // describes it); with `read_dst` false and m, n, k > 0 gemm writes all
-            // m·n outputs of this batch entry (`thin_product` wrote the others)
-            // before `set_len` below.
+            // describes it); with m, n, k > 0 `gemm_shared` writes all m·n outputs of
+            // this batch entry (`thin_product` wrote the others) before `set_len` below.
             unsafe {
-                gemm_into(
+                gemm_shared(
                     (m, n, k),
                     dst,
                     ls.as_ptr().offset(l.offset + i * l.batch),
@@ -144,15 +143,102 @@ mod flex {
         FlexTensor::from_data(TensorData::new(out, shape))
     }
 
-    /// `dst = lhs · rhs` by the GEMM library on one thread, `dst` row-major `m × n` and
-    /// written without being read; the operands' strides are `(row, column)`.
+    /// Fewest multiply-adds in a product worth sharing with a waiting thread.
+    const SHARE_MIN: usize = 1 << 21;
+
+    /// Deepest product shared: up to 512 terms the library adds all of them in one depth
+    /// block whatever kernel it picks for a block's width; deeper, the block depth depends
+    /// on the kernel (a 700-deep product's bits changed with the column count).
+    const SHARE_MAX_DEPTH: usize = 512;
+
+    /// Output columns per block of a shared product (a multiple of the library's 16-lane
+    /// AVX2 / AVX-512 register blocks).
+    const SHARE_COLUMNS: usize = 32;
+
+    /// The operands of a shared product, for the blocks' closure.
+    #[derive(Clone, Copy)]
+    struct Shared {
+        dst: *mut f32,
+        lhs: *const f32,
+        rhs: *const f32,
+    }
+
+    // SAFETY: the blocks write disjoint columns of `dst` and only read the operands;
+    // `share` returns only after every block has finished.
+    unsafe impl Sync for Shared {}
+
+    /// [`gemm_into`], in blocks of [`SHARE_COLUMNS`] output columns that a thread waiting
+    /// at a barrier may take ([`ember_core::helping`]) when one waits and the product is
+    /// large and at most [`SHARE_MAX_DEPTH`] deep. Every output is then the same dot
+    /// product in the same order either way (tested): the bits do not depend on who
+    /// computed what.
     ///
     /// # Safety
-    /// `dst` holds `m·n` floats; the operands' strides keep every element `m × k` and
-    /// `k × n` inside their buffers.
+    /// As [`gemm_into`].
+    unsafe fn gemm_shared(
+        (m, n, k): (usize, usize, usize),
+        dst: *mut f32,
+        lhs: *const f32,
+        lhs_strides: (isize, isize),
+        rhs: *const f32,
+        rhs_strides: (isize, isize),
+    ) {
+        let large = m * n * k >= SHARE_MIN && n >= 2 * SHARE_COLUMNS && k <= SHARE_MAX_DEPTH;
+        if !large || !ember_core::helping::wanted() {
+            // SAFETY: the caller's contract.
+            unsafe { gemm_into((m, n, k), dst, n, lhs, lhs_strides, rhs, rhs_strides) };
+            return;
+        }
+        let p = Shared { dst, lhs, rhs };
+        ember_core::helping::share(n.div_ceil(SHARE_COLUMNS), &|b| {
+            let from = b * SHARE_COLUMNS;
+            let cols = SHARE_COLUMNS.min(n - from);
+            // SAFETY: columns `from..from + cols` of `dst` and of `rhs` lie inside the
+            // caller's `m × n` and `k × n` (the caller's contract); blocks are disjoint.
+            unsafe { p.columns((m, n, k), from, cols, lhs_strides, rhs_strides) };
+        });
+    }
+
+    impl Shared {
+        /// Columns `from..from + cols` of the product (a method, so that the closure
+        /// above captures the whole `Sync` struct rather than its raw pointers).
+        ///
+        /// # Safety
+        /// As [`gemm_into`], for those columns of `dst` and `rhs`.
+        unsafe fn columns(
+            &self,
+            (m, n, k): (usize, usize, usize),
+            from: usize,
+            cols: usize,
+            lhs_strides: (isize, isize),
+            rhs_strides: (isize, isize),
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                gemm_into(
+                    (m, cols, k),
+                    self.dst.add(from),
+                    n,
+                    self.lhs,
+                    lhs_strides,
+                    self.rhs.offset(from as isize * rhs_strides.1),
+                    rhs_strides,
+                );
+            }
+        }
+    }
+
+    /// `dst = lhs · rhs` by the GEMM library on one thread, `dst` row-major `m × n` with
+    /// `dst_row` floats from row to row, written without being read; the operands'
+    /// strides are `(row, column)`.
+    ///
+    /// # Safety
+    /// `dst` holds `m` rows of `n` floats `dst_row` apart; the operands' strides keep
+    /// every element `m × k` and `k × n` inside their buffers.
     unsafe fn gemm_into(
         (m, n, k): (usize, usize, usize),
         dst: *mut f32,
+        dst_row: usize,
         lhs: *const f32,
         (lhs_rs, lhs_cs): (isize, isize),
         rhs: *const f32,
@@ -166,7 +252,7 @@ mod flex {
                 k,
                 dst,
                 1,
-                n as isize,
+                dst_row as isize,
                 false,
                 lhs,
                 lhs_cs,
@@ -226,10 +312,10 @@ mod flex {
                 gathered.extend_from_slice(row(r));
             }
             // SAFETY: `gathered` is `rows × k` row-major and `b` is `k × n` inside its
-            // buffer (`View`'s invariant); with `read_dst` false and rows, n, k > 0 gemm
-            // writes all `rows·n` outputs before `set_len`.
+            // buffer (`View`'s invariant); with rows, n, k > 0 `gemm_shared` writes all
+            // `rows·n` outputs before `set_len`.
             unsafe {
-                gemm_into(
+                gemm_shared(
                     (rows, n, k),
                     dense.as_mut_ptr(),
                     gathered.as_ptr(),
@@ -401,6 +487,65 @@ mod tests {
         let p = filled([1, 5, 3], 7, &d);
         let q = filled([4, 3, 2], 8, &d);
         assert_eq!(matmul(p.clone(), q.clone()).dims(), [4, 5, 2]);
+    }
+
+    #[test]
+    fn products_shared_with_a_waiting_thread_keep_their_bits() {
+        let d = Device::flex();
+        // Large enough to be shared; plain and transposed operands as in the forward and
+        // backward passes, a batched pair, a last block narrower than the others.
+        let cases: Vec<(Tensor<3>, Tensor<3>)> = vec![
+            (filled([1, 256, 256], 41, &d), filled([1, 256, 256], 42, &d)),
+            (
+                filled([1, 256, 256], 43, &d),
+                filled([1, 256, 256], 44, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([1, 256, 256], 45, &d).swap_dims(1, 2),
+                filled([1, 256, 256], 46, &d),
+            ),
+            (filled([2, 64, 500], 47, &d), filled([2, 500, 200], 48, &d)),
+            (filled([1, 130, 300], 49, &d), filled([1, 300, 100], 50, &d)),
+            // Too deep to share: computed alone.
+            (filled([1, 64, 700], 51, &d), filled([1, 700, 200], 52, &d)),
+        ];
+        let alone: Vec<Vec<u32>> = cases
+            .iter()
+            .map(|(a, b)| bits(a.clone().matmul(b.clone())))
+            .collect();
+        use std::sync::atomic::{AtomicBool, Ordering};
+        /// Lets the helper go even when an assertion fails.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let helper = s.spawn(|| {
+                ember_core::helping::help_until(std::time::Duration::from_secs(60), || {
+                    stop.load(Ordering::Acquire)
+                })
+            });
+            let _stop = Stop(&stop);
+            while !ember_core::helping::wanted() {
+                std::hint::spin_loop();
+            }
+            for round in 0..3 {
+                for ((a, b), want) in cases.iter().zip(&alone) {
+                    let got = bits(matmul(a.clone(), b.clone()));
+                    assert!(
+                        got == *want,
+                        "round {round}, {:?} · {:?}",
+                        a.dims(),
+                        b.dims()
+                    );
+                }
+            }
+            drop(_stop);
+            assert!(helper.join().unwrap());
+        });
     }
 
     fn close<const D: usize>(ours: Tensor<D>, burns: Tensor<D>) {

@@ -22,6 +22,7 @@
 pub mod denormals;
 pub mod env;
 pub mod error;
+pub mod helping;
 pub mod rng;
 pub mod space;
 pub mod state;

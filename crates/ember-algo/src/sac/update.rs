@@ -306,7 +306,8 @@ impl ActorJob<'_> {
 /// Two threads agreeing that both halves of an update succeeded before either steps.
 /// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
 /// half never waits forever. The first to arrive spins briefly before it blocks
-/// ([`ember_core::worker::spin_until`]). It also measures how far apart the halves
+/// ([`ember_core::worker::spin_budget`]), and computes blocks of the other half's large
+/// matrix products while it spins ([`ember_core::helping`]). It also measures how far apart the halves
 /// arrived, which balances the next update's halves (`super::balance`).
 #[derive(Default)]
 pub(super) struct Gate {
@@ -357,7 +358,10 @@ impl Gate {
                 return s.ok;
             }
         }
-        ember_core::worker::spin_until(|| self.arrived.load(Ordering::Acquire) == 2);
+        // Meanwhile, take blocks of the other half's large products.
+        ember_core::helping::help_until(ember_core::worker::spin_budget(), || {
+            self.arrived.load(Ordering::Acquire) == 2
+        });
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while s.arrived < 2 {
             s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
