@@ -75,7 +75,7 @@ impl NextValues {
 /// `(min Q̄(s', a'), log π(a'|s'))` for rows `from..to` of the next observations, with
 /// `a'` sampled by `actor` (with gSDE the noise is one weight matrix for all rows). Every
 /// operation works row by row, so a row's values do not depend on which rows are computed
-/// with it (tested through the placements).
+/// with it (tested with the rows split at several places: `sac::learner`'s unit tests).
 pub(super) fn next_values(
     actor: &GaussianTanhPolicy,
     target: &CriticEnsemble,
