@@ -307,8 +307,8 @@ impl ActorJob<'_> {
 /// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
 /// half never waits forever. The first to arrive spins briefly before it blocks
 /// ([`ember_core::worker::spin_budget`]), and computes blocks of the other half's large
-/// matrix products while it spins ([`ember_core::helping`]). It also measures how far apart the halves
-/// arrived, which balances the next update's halves (`super::balance`).
+/// matrix products while it spins ([`ember_core::helping`]). The gate also measures how
+/// far apart the halves arrived, which balances the next update (`super::balance`).
 #[derive(Default)]
 pub(super) struct Gate {
     state: Mutex<GateState>,
