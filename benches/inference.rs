@@ -2,7 +2,9 @@
 //! torch.compile table, for our backends).
 //!
 //! `cargo bench --bench inference` (add `--features tch` after
-//! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for the libtorch rows).
+//! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for the libtorch rows;
+//! `EMBER_BENCH_DEVICES=tch:cuda:0` adds a GPU's eager rows, `tch_cuda_eager_b<batch>`:
+//! frozen networks run on the host whatever the backend, so a GPU adds no frozen rows).
 //! Calls per second (criterion's elements/s, one element per call), host observations in
 //! and actions out; the calls cycle through [`OBSERVATIONS`] distinct observations (or
 //! batches), as an actor sees a new one every step (with one fixed observation, a kernel
@@ -22,7 +24,6 @@
 
 use burn::tensor::{Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ember_backend::DeviceSpec;
 use ember_core::EmberRng;
 use ember_nn::{
     Activation, FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicyConfig, MlpConfig,
@@ -68,7 +69,7 @@ fn sac_actor(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     g.throughput(Throughput::Elements(1));
-    for spec in DeviceSpec::compiled_cpu() {
+    for spec in bench_specs() {
         let device = spec.device().unwrap();
         let policy = GaussianTanhPolicyConfig::new(17, 6).init(&device).unwrap();
         let mut frozen = FrozenGaussianTanhPolicy::new(&policy).unwrap();
@@ -85,6 +86,9 @@ fn sac_actor(c: &mut Criterion) {
                     black_box(&action);
                 })
             });
+            if spec.is_gpu() {
+                continue;
+            }
             for (mode, f) in [("frozen", &mut frozen), ("frozen2", &mut frozen2)] {
                 g.bench_function(format!("{}_{mode}_b{batch}", name(spec)), |b| {
                     b.iter(|| {
@@ -103,7 +107,7 @@ fn ppo_model(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     g.throughput(Throughput::Elements(1));
-    for spec in DeviceSpec::compiled_cpu() {
+    for spec in bench_specs() {
         let device = spec.device().unwrap();
         let net = |out| {
             MlpConfig::new([4, 256, 256, out])
@@ -125,6 +129,9 @@ fn ppo_model(c: &mut Criterion) {
                     black_box((logits, value));
                 })
             });
+            if spec.is_gpu() {
+                continue;
+            }
             let (mut logits, mut value) = (Vec::new(), Vec::new());
             g.bench_function(format!("{}_frozen_b{batch}", name(spec)), |b| {
                 b.iter(|| {

@@ -3,8 +3,10 @@
 //!
 //! `cargo bench --bench sac_update` (add `--features tch` after
 //! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for
-//! `sequential_tch_b256`). The PyTorch reference is `benches/reference/sac_update.py`
-//! (CleanRL's update, 1 and 2 threads); run it in the same window.
+//! `sequential_tch_b256`; `EMBER_BENCH_DEVICES=tch:cuda:0` adds `sequential_tch_cuda_b256`
+//! and `parallel_tch_cuda_b256` on a CUDA machine). The PyTorch reference is
+//! `benches/reference/sac_update.py` (CleanRL's update, 1 and 2 threads, or `--device cuda`);
+//! run it in the same window.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ember::algo::{OffPolicyLearner, SacConfig, UpdateSchedule};
@@ -50,7 +52,7 @@ fn sac_update(c: &mut Criterion) {
     let data = batches(16);
     let obs = Space::Box(BoxSpace::uniform(OBS, f32::NEG_INFINITY, f32::INFINITY).unwrap());
     let act = Space::Box(BoxSpace::uniform(ACT, -1.0, 1.0).unwrap());
-    for spec in DeviceSpec::compiled_cpu() {
+    for spec in bench_specs() {
         let device = spec.device().unwrap();
         let schedules: &[UpdateSchedule] = match spec {
             DeviceSpec::TchCpu => &[UpdateSchedule::Sequential],

@@ -1,4 +1,5 @@
-//! Shared by the criterion benches: backend names in benchmark ids and random host inputs.
+//! Shared by the criterion benches: the devices to measure, backend names in benchmark ids
+//! and random host inputs.
 
 use ember_backend::DeviceSpec;
 use ember_core::EmberRng;
@@ -13,6 +14,27 @@ pub fn name(spec: DeviceSpec) -> &'static str {
         DeviceSpec::TchCuda(_) => "tch_cuda",
         DeviceSpec::Cuda(_) => "cuda",
     }
+}
+
+/// The devices a bench measures: every compiled CPU backend, plus the comma-separated specs
+/// of `EMBER_BENCH_DEVICES` (e.g. `tch:cuda:0` on a CUDA machine).
+///
+/// # Panics
+/// When an entry of `EMBER_BENCH_DEVICES` is not a device spec (the message names it).
+#[allow(dead_code)]
+pub fn bench_specs() -> Vec<DeviceSpec> {
+    let mut specs = DeviceSpec::compiled_cpu();
+    if let Ok(extra) = std::env::var("EMBER_BENCH_DEVICES") {
+        for s in extra.split(',').filter(|s| !s.trim().is_empty()) {
+            let spec: DeviceSpec = s
+                .parse()
+                .unwrap_or_else(|e| panic!("EMBER_BENCH_DEVICES entry {s:?}: {e}"));
+            if !specs.contains(&spec) {
+                specs.push(spec);
+            }
+        }
+    }
+    specs
 }
 
 /// `rows × cols` uniform values in `[-1, 1)`.

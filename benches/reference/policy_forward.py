@@ -6,6 +6,8 @@ network) on CartPole shapes, in eager mode and under torch.compile, at batch 1, 
 and 256.
 
 Run: .venv-torch/bin/python benches/reference/policy_forward.py [--threads N] [--no-compile]
+     [--device cuda]  (networks on that device; observations still come from the host and
+     actions go back to it, so each call includes both copies and the wait for the device)
 Prints calls per second for each model, mode and batch size.
 """
 
@@ -60,15 +62,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: default)")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--device", default="cpu", help="torch device of the networks")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    actor, ppo = Actor().eval(), PpoModel().eval()
+    dev = torch.device(args.device)
+    actor, ppo = Actor().eval().to(dev), PpoModel().eval().to(dev)
     modes = [("eager", actor, ppo)]
     if not args.no_compile:
         modes.append(("compile", torch.compile(actor), torch.compile(ppo)))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {dev}")
+    prefix = "torch" if dev.type == "cpu" else f"torch_{dev.type}"
     rng = np.random.default_rng(0)
     for name, model, ppo_model in modes:
         for batch in (1, 4, 16, 64, 256):
@@ -76,20 +81,20 @@ def main():
 
             def call():
                 with torch.no_grad():
-                    x = torch.from_numpy(obs)
-                    eps = torch.randn(batch, 6)
-                    return model(x, eps).numpy()
+                    x = torch.from_numpy(obs).to(dev)
+                    eps = torch.randn(batch, 6, device=dev)
+                    return model(x, eps).cpu().numpy()
 
-            print(f"inference/torch_{name}_b{batch:<4} {calls_per_second(call):12.0f} calls/s")
+            print(f"inference/{prefix}_{name}_b{batch:<4} {calls_per_second(call):12.0f} calls/s")
         for batch in (1, 4, 16, 64, 256):
             obs4 = rng.uniform(-1, 1, (batch, 4)).astype(np.float32)
 
             def call_ppo():
                 with torch.no_grad():
-                    logits, value = ppo_model(torch.from_numpy(obs4))
-                    return logits.numpy(), value.numpy()
+                    logits, value = ppo_model(torch.from_numpy(obs4).to(dev))
+                    return logits.cpu().numpy(), value.cpu().numpy()
 
-            print(f"inference_ppo/torch_{name}_b{batch:<4} {calls_per_second(call_ppo):12.0f} calls/s")
+            print(f"inference_ppo/{prefix}_{name}_b{batch:<4} {calls_per_second(call_ppo):12.0f} calls/s")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ torch._foreach_mul_/_foreach_add_; the faster is the main figure. Batches are pr
 random tensors (no replay-buffer cost). Adam keeps PyTorch's defaults, as CleanRL does.
 
 Run: .venv-torch/bin/python benches/reference/sac_update.py [--threads 1 2] [--seconds 5]
+     [--device cuda]  (networks and batches on that device; the temperature's `.item()`
+     ends every update with a wait for the device, as Ember's update does)
 Prints, per thread count, `sac_update threads=N polyak=MODE ms_per_update=X updates=K` for
 each mode and a main line `sac_update threads=N ms_per_update=X updates=K polyak=FASTEST`.
 """
@@ -115,12 +117,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch intra-op thread counts")
     ap.add_argument("--seconds", type=float, default=5.0, help="timed seconds per thread count and mode")
+    ap.add_argument("--device", default="cpu", help="torch device of networks and batches")
     args = ap.parse_args()
-    print(f"torch {torch.__version__}, default {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, default {torch.get_num_threads()} threads, device {args.device}")
     g = torch.Generator().manual_seed(1)
     batches = [(torch.randn(BATCH, OBS, generator=g), torch.rand(BATCH, ACT, generator=g) * 2 - 1,
                 torch.randn(BATCH, generator=g), torch.randn(BATCH, OBS, generator=g),
                 (torch.rand(BATCH, generator=g) < 0.01).float()) for _ in range(64)]
+    batches = [tuple(t.to(args.device) for t in b) for b in batches]
+    torch.set_default_device(args.device)
     for threads in args.threads:
         torch.set_num_threads(threads)
         print(f"torch.get_num_threads() = {torch.get_num_threads()}")
