@@ -11,7 +11,7 @@ random tensors (no replay-buffer cost). Adam keeps PyTorch's defaults, as CleanR
 
 Run: .venv-torch/bin/python benches/reference/sac_update.py [--threads 1 2] [--seconds 5]
      [--device cuda]  (networks and batches on that device; the temperature's `.item()`
-     ends every update with a wait for the device, as Ember's update does)
+     ends every update with a wait for the device; Ember's reads its losses before stepping)
 Prints, per thread count, `sac_update threads=N polyak=MODE ms_per_update=X updates=K` for
 each mode and a main line `sac_update threads=N ms_per_update=X updates=K polyak=FASTEST`.
 """
