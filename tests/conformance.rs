@@ -14,16 +14,8 @@ use ember_nn::{CriticEnsembleConfig, GaussianTanhPolicyConfig, Mlp, MlpConfig, n
 /// The devices under test: every compiled CPU backend, plus `EMBER_TEST_DEVICES`
 /// (comma-separated specs, e.g. `tch:cuda:0`).
 fn devices() -> Vec<DeviceSpec> {
-    let mut specs = DeviceSpec::compiled_cpu();
-    if let Ok(extra) = std::env::var("EMBER_TEST_DEVICES") {
-        for s in extra.split(',').filter(|s| !s.trim().is_empty()) {
-            let spec: DeviceSpec = s.parse().expect("EMBER_TEST_DEVICES entry");
-            if !specs.contains(&spec) {
-                specs.push(spec);
-            }
-        }
-    }
-    specs
+    let extra = std::env::var("EMBER_TEST_DEVICES").unwrap_or_default();
+    DeviceSpec::compiled_cpu_and(&extra).unwrap_or_else(|e| panic!("EMBER_TEST_DEVICES: {e}"))
 }
 
 /// Tests of this binary run one at a time: several seed the backends' global generators

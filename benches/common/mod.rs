@@ -23,18 +23,8 @@ pub fn name(spec: DeviceSpec) -> &'static str {
 /// When an entry of `EMBER_BENCH_DEVICES` is not a device spec (the message names it).
 #[allow(dead_code)]
 pub fn bench_specs() -> Vec<DeviceSpec> {
-    let mut specs = DeviceSpec::compiled_cpu();
-    if let Ok(extra) = std::env::var("EMBER_BENCH_DEVICES") {
-        for s in extra.split(',').filter(|s| !s.trim().is_empty()) {
-            let spec: DeviceSpec = s
-                .parse()
-                .unwrap_or_else(|e| panic!("EMBER_BENCH_DEVICES entry {s:?}: {e}"));
-            if !specs.contains(&spec) {
-                specs.push(spec);
-            }
-        }
-    }
-    specs
+    let extra = std::env::var("EMBER_BENCH_DEVICES").unwrap_or_default();
+    DeviceSpec::compiled_cpu_and(&extra).unwrap_or_else(|e| panic!("EMBER_BENCH_DEVICES: {e}"))
 }
 
 /// `rows × cols` uniform values in `[-1, 1)`.

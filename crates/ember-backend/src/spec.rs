@@ -141,6 +141,23 @@ impl DeviceSpec {
             .collect()
     }
 
+    /// [`DeviceSpec::compiled_cpu`] followed by the comma-separated specs in `extra` that
+    /// are not among them yet (e.g. `"tch:cuda:0"`: the devices a test suite or bench runs
+    /// on, `extra` from an environment variable). Empty entries are skipped.
+    ///
+    /// # Errors
+    /// An entry that is not a device spec (the error names it).
+    pub fn compiled_cpu_and(extra: &str) -> Result<Vec<DeviceSpec>> {
+        let mut specs = DeviceSpec::compiled_cpu();
+        for s in extra.split(',').filter(|s| !s.trim().is_empty()) {
+            let spec: DeviceSpec = s.parse()?;
+            if !specs.contains(&spec) {
+                specs.push(spec);
+            }
+        }
+        Ok(specs)
+    }
+
     /// The inference device (no autodiff). Errors name the feature to enable when the
     /// backend is not compiled, and say so when the CUDA device does not exist.
     pub fn device(self) -> Result<Device> {
@@ -249,6 +266,23 @@ mod tests {
         let e = "cuda:x".parse::<DeviceSpec>().unwrap_err().to_string();
         assert!(e.contains("`x`"), "{e}");
         assert!("tch:gpu".parse::<DeviceSpec>().is_err());
+    }
+
+    #[test]
+    fn extra_devices_follow_the_compiled_ones_once() {
+        let cpu = DeviceSpec::compiled_cpu();
+        assert_eq!(DeviceSpec::compiled_cpu_and("").unwrap(), cpu);
+        let specs = DeviceSpec::compiled_cpu_and("tch:cuda:0, ,flex,tch:cuda:0,cuda:1").unwrap();
+        let mut want = cpu.clone();
+        if !want.contains(&DeviceSpec::Flex) {
+            want.push(DeviceSpec::Flex);
+        }
+        want.extend([DeviceSpec::TchCuda(0), DeviceSpec::Cuda(1)]);
+        assert_eq!(specs, want);
+        let e = DeviceSpec::compiled_cpu_and("flex,flx")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`flx`"), "{e}");
     }
 
     #[test]
