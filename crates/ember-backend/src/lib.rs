@@ -14,7 +14,8 @@
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
-//! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output.
+//! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output;
+//!   [`gemm_stats`]: how much of a run its GEMM calls take.
 //! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
 //! - [`relu`]: a differentiable ReLU working in place on flex; [`bias_relu`]: a hidden
 //!   layer's bias and ReLU in one pass.
@@ -40,6 +41,7 @@
 mod activation;
 mod bias;
 mod checked;
+pub mod gemm_stats;
 mod host;
 pub mod kernels;
 mod matmul;

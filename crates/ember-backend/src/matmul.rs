@@ -245,7 +245,7 @@ mod flex {
         (rhs_rs, rhs_cs): (isize, isize),
     ) {
         // SAFETY: the caller's contract; alpha 0 with `read_dst` false overwrites `dst`.
-        unsafe {
+        crate::gemm_stats::counted(m, n, k, || unsafe {
             gemm::gemm(
                 m,
                 n,
@@ -267,7 +267,7 @@ mod flex {
                 false,
                 gemm::Parallelism::None,
             );
-        }
+        });
     }
 
     /// Fewest zero rows, as a share of `m` (1/DENSE_SHARE), worth gathering the others.
