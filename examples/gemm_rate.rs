@@ -4,6 +4,7 @@
 //! on two threads at once (each its own products, as the two halves of a parallel update
 //! run). Against `train_speed --gemm-stats` (the rate of the same products inside a
 //! training run) it says whether a run's products are slowed by the run or by the cores.
+//! (Shapes with a thin side, `K` ≤ 4 or `N` ≤ 8, go to Ember's thin kernels, not the library.)
 //!
 //! ```sh
 //! cargo run --release --example gemm_rate            # 256 × 256 × 256
@@ -30,7 +31,7 @@ fn main() -> Result<(), String> {
         [m, n, k] if *m > 0 && *n > 0 && *k > 0 => (*m, *n, *k),
         _ => return Err("usage: gemm_rate [M N K] (all > 0)".into()),
     };
-    println!("gemm_rate kernels={}", ember_backend::gemm_kernels());
+    println!("gemm_rate kernels={}", ember::backend::gemm_kernels());
     for layout in ["plain", "lhs_t", "rhs_t"] {
         for threads in [1, 2] {
             let rates = run(layout, (m, n, k), threads);
@@ -61,7 +62,7 @@ fn run(layout: &str, (m, n, k): (usize, usize, usize), threads: usize) -> Vec<f6
 
 /// One thread's rate: products of `layout`'s operands until [`SECONDS`] have passed.
 fn one_thread(layout: &str, (m, n, k): (usize, usize, usize), start: &Barrier) -> f64 {
-    let _flush = ember_backend::denormals::flush_denormals_here();
+    let _flush = ember::backend::denormals::flush_denormals_here();
     let device = Device::flex();
     let random = |shape: [usize; 2]| Tensor::<2>::random(shape, Distribution::Default, &device);
     // Stored as a training step stores them: transposed operands are views of the
@@ -71,7 +72,7 @@ fn one_thread(layout: &str, (m, n, k): (usize, usize, usize), start: &Barrier) -
         "rhs_t" => (random([m, k]), random([n, k]).transpose()),
         _ => (random([m, k]), random([k, n])),
     };
-    let product = || ember_backend::matmul(lhs.clone(), rhs.clone());
+    let product = || ember::backend::matmul(lhs.clone(), rhs.clone());
     for _ in 0..3 {
         drop(product());
     }

@@ -2,7 +2,7 @@
 //! it by every thread of the process, counted only after [`enable`] (a relaxed atomic load
 //! per product otherwise). For profiling whole runs (`train_speed --gemm-stats`): the share
 //! of the CPU time in large products, and their rate against the library's rate on hot
-//! operands (`cargo run --release -p ember-backend --example gemm_rate`), says how much a
+//! operands (`cargo run --release --example gemm_rate`), says how much a
 //! run can gain from faster products and how much from the work between them.
 //!
 //! Counted: every call of the GEMM library by [`matmul`](crate::matmul) on flex (column
@@ -49,12 +49,12 @@ pub struct GemmStats {
 }
 
 impl GemmStats {
-    /// The counts between `earlier` and `self`.
+    /// The counts between `earlier` and `self` (0 where `earlier` counted more).
     pub fn since(&self, earlier: &GemmStats) -> GemmStats {
         GemmStats {
-            products: self.products - earlier.products,
-            multiply_adds: self.multiply_adds - earlier.multiply_adds,
-            seconds: self.seconds - earlier.seconds,
+            products: self.products.saturating_sub(earlier.products),
+            multiply_adds: self.multiply_adds.saturating_sub(earlier.multiply_adds),
+            seconds: (self.seconds - earlier.seconds).max(0.0),
         }
     }
 
@@ -113,5 +113,6 @@ mod tests {
         assert!(d.multiply_adds >= 64 * 48 * 80, "{d:?}");
         assert!(d.seconds > 0.0 && d.flops() > 0.0, "{d:?}");
         assert_eq!(GemmStats::default().flops(), 0.0);
+        assert_eq!(before.since(&snapshot()).products, 0, "earlier minus later");
     }
 }
