@@ -371,9 +371,9 @@ impl CriticHalf {
         for e in 0..E {
             if mode == Mode::Full {
                 let q = &self.acts[e].y;
-                for r in 0..B {
-                    let y = self.reward[r] + 0.99 * self.next_q[r];
-                    self.dq[r] = (q[r] - y) / B as f32;
+                let targets = self.reward.iter().zip(&self.next_q);
+                for ((d, &q), (&r, &next)) in self.dq.iter_mut().zip(q).zip(targets) {
+                    *d = (q - (r + 0.99 * next)) / B as f32;
                 }
             }
             let a = &self.acts[e];
