@@ -29,7 +29,13 @@ pub trait HostBuffers: Backend {
     /// A tensor of `x`'s shape whose `f32` values `fill(old, new)` writes from `x`'s
     /// values `old` (see [`remap`]); `None` where `x` has no such values at hand.
     fn host_remap(x: FloatTensor<Self>, fill: &mut Fill<'_>) -> Option<FloatTensor<Self>>;
+    /// Hands `read` the `f32` values of `x` in row-major order (borrowed where they are
+    /// contiguous) and says whether it did: `false` where `x` has no such values at hand.
+    fn host_read(x: FloatTensor<Self>, read: &mut Read<'_>) -> bool;
 }
+
+/// The reading pass of [`read_values`].
+pub type Read<'a> = dyn FnMut(&[f32]) + 'a;
 
 /// The filling pass of [`remap`]: reads the old values, writes every new one.
 pub type Fill<'a> = dyn FnMut(&[f32], &mut [MaybeUninit<f32>]) + 'a;
@@ -133,6 +139,14 @@ mod flex {
             let out = with_values(&x, |old| unsafe { super::filled(old, fill) });
             Some(FlexTensor::from_data(TensorData::new(out, shape)))
         }
+
+        fn host_read(x: FlexTensor, read: &mut super::Read<'_>) -> bool {
+            if x.dtype() != DType::F32 {
+                return false;
+            }
+            with_values(&x, |v| read(v));
+            true
+        }
     }
 }
 
@@ -157,6 +171,10 @@ impl<B: Backend + HostBuffers, C: CheckpointStrategy> HostBuffers for Autodiff<B
 
     fn host_remap(_x: FloatTensor<Self>, _fill: &mut Fill<'_>) -> Option<FloatTensor<Self>> {
         None
+    }
+
+    fn host_read(_x: FloatTensor<Self>, _read: &mut Read<'_>) -> bool {
+        false
     }
 }
 
@@ -232,6 +250,26 @@ unsafe fn filled(old: &[f32], fill: &mut Fill<'_>) -> Vec<f32> {
     new
 }
 
+/// Replaces `out`'s contents with `x`'s `f32` values in row-major order: on flex one copy
+/// from `x`'s buffer (a parameter read through `Tensor::inner` included), elsewhere read out
+/// with `into_data`. `out` keeps its allocation when it is large enough.
+///
+/// # Panics
+/// If `x` does not hold `f32` values.
+pub fn read_values<const D: usize>(x: &Tensor<D>, out: &mut Vec<f32>) {
+    assert_eq!(x.dtype(), DType::F32, "read_values: f32 values only");
+    out.clear();
+    if plain_flex(x) {
+        let mut copy = |v: &[f32]| out.extend_from_slice(v);
+        if <burn::backend::Dispatch as HostBuffers>::host_read(x.clone().into_dispatch(), &mut copy)
+        {
+            return;
+        }
+    }
+    let data = x.clone().into_data();
+    out.extend_from_slice(data.as_slice::<f32>().expect("f32 values, checked above"));
+}
+
 /// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
 /// `a.mul_scalar(1 − t) + b.mul_scalar(t)`; on flex in one pass into one new buffer.
 pub fn lerp<const D: usize>(a: Tensor<D>, b: Tensor<D>, t: f64) -> Tensor<D> {
@@ -259,6 +297,25 @@ mod tests {
 
     fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
         t.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn read_values_gives_the_values_in_row_major_order() {
+        let mut devices = devices();
+        devices.push(burn::tensor::Device::flex().autodiff());
+        for device in devices {
+            let v: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let t = Tensor::<2>::from_data(TensorData::new(v.clone(), [4, 6]), &device);
+            // Stale contents and a short allocation are replaced.
+            let mut out = vec![9.0; 3];
+            read_values(&t, &mut out);
+            assert_eq!(out, v, "{device:?}");
+            read_values(&t.clone().inner(), &mut out);
+            assert_eq!(out, v, "{device:?}: inner");
+            // A transposed view is read in its own row-major order.
+            read_values(&t.clone().transpose(), &mut out);
+            assert_eq!(out, values(t.transpose()), "{device:?}: transposed");
+        }
     }
 
     #[test]

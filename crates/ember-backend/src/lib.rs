@@ -45,6 +45,7 @@ pub mod gemm_stats;
 mod host;
 pub mod kernels;
 mod matmul;
+mod product;
 mod spec;
 #[cfg(feature = "flex")]
 mod thin;
@@ -55,8 +56,9 @@ pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
-pub use host::{Fill, HostBuffers, lerp, remap, unshared};
+pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared};
 pub use matmul::{HostMatmul, matmul};
+pub use product::{HostMatrix, host_product};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
 

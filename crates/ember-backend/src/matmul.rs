@@ -175,7 +175,7 @@ mod flex {
     ///
     /// # Safety
     /// As [`gemm_into`].
-    unsafe fn gemm_shared(
+    pub(crate) unsafe fn gemm_shared(
         (m, n, k): (usize, usize, usize),
         dst: *mut f32,
         lhs: *const f32,
@@ -362,6 +362,9 @@ mod flex {
         acc.iter().all(|a| *a == 0.0) && tail.iter().all(|v| v.is_finite())
     }
 }
+
+#[cfg(feature = "flex")]
+pub(crate) use flex::gemm_shared;
 
 impl<B: Backend + HostMatmul, C: CheckpointStrategy> HostMatmul for Autodiff<B, C> {
     fn host_matmul(lhs: FloatTensor<Self>, rhs: FloatTensor<Self>) -> FloatTensor<Self> {

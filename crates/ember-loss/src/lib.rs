@@ -33,7 +33,7 @@ mod returns;
 mod sac;
 mod td;
 
-pub use check::checked_loss;
+pub use check::{checked_loss, checked_value};
 pub use policy_gradient::{clipped_values, entropy_loss, policy_gradient_loss, ppo_clip_loss};
 pub use regression::{huber, huber_weighted, mse, mse_weighted};
 pub use returns::{Rollout, discounted_returns, gae};

@@ -2,8 +2,9 @@
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
 use super::balance::NextValuesBalance;
+use super::host_actor::HostActor;
 use super::update::{
-    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Half, Inputs, NextValues,
+    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Half, HostInputs, Inputs, NextValues,
 };
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
@@ -66,6 +67,8 @@ pub struct Sac {
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
     acting_undo: Option<(GaussianTanhPolicy, u64)>,
+    /// The actor half's host path (flex), where it applies.
+    host_actor: Option<HostActor>,
     progress: Progress,
 }
 
@@ -110,6 +113,7 @@ impl Sac {
         let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
         let frozen = frozen_copy(&acting, &devices.act);
         let mut rng = EmberRng::seed_from(config.seed);
+        let host_actor = HostActor::applies(&actor, &critic, &plain).then(HostActor::default);
         Ok(Sac {
             obs_dim,
             act_dim,
@@ -130,6 +134,7 @@ impl Sac {
             worker: None,
             balance: NextValuesBalance::default(),
             acting_undo: None,
+            host_actor,
             progress: Progress::default(),
             learn,
             plain,
@@ -180,6 +185,10 @@ impl Sac {
             weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
             noise_next: matrix(noise_next, rows, cols, &self.plain),
             noise_pi: matrix(noise_pi, rows, cols, &self.learn),
+            host: self.host_actor.as_ref().map(|_| HostInputs {
+                obs: batch.obs.clone(),
+                noise_pi: noise_pi.to_vec(),
+            }),
         }
     }
 
@@ -200,6 +209,7 @@ impl Sac {
             alpha: self.alpha,
             target_entropy: self.target_entropy,
             step,
+            host: self.host_actor.as_mut().map(|h| (h, &self.plain)),
         };
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
         Ok(match self.config.update_schedule {

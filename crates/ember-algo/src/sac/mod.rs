@@ -2,7 +2,8 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update and the gate between them), `balance` (which thread
+//! (the two halves of one update and the gate between them), `host_actor` (the actor
+//! half's losses and gradients on host buffers, for flex), `balance` (which thread
 //! computes the soft target's next values), `learner` (the [`Sac`]
 //! learner: state, acting, checkpoints, the trait glue).
 //!
@@ -32,6 +33,7 @@
 
 mod balance;
 mod config;
+mod host_actor;
 mod learner;
 mod update;
 

@@ -3,13 +3,14 @@
 //! handles (clones) of the learner's networks and hands back stepped ones: nothing is taken
 //! out of the learner, so an error or a panic in either half leaves it as it was.
 
+use super::host_actor::HostActor;
 use crate::optimizer::step_in_place;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
 use ember_loss::{
-    checked_loss, ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted,
-    sac_target, sac_target_discounted, sac_temperature_loss,
+    checked_loss, checked_value, ensemble_td_errors, sac_actor_loss, sac_critic_loss,
+    sac_critic_loss_weighted, sac_target, sac_target_discounted, sac_temperature_loss,
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -31,6 +32,16 @@ pub(super) struct Inputs {
     pub weights: Option<Tensor<2>>,
     pub noise_next: Tensor<2>,
     pub noise_pi: Tensor<2>,
+    /// The observations and `noise_pi` on the host, for the actor half's host path
+    /// (`None` where it does not apply).
+    pub host: Option<HostInputs>,
+}
+
+/// [`Inputs`] the host path of the actor half reads, row-major.
+#[derive(Clone)]
+pub(super) struct HostInputs {
+    pub obs: Vec<f32>,
+    pub noise_pi: Vec<f32>,
 }
 
 /// Where the critic half gets the soft target's next values: the target critics' minimum
@@ -243,6 +254,9 @@ pub(super) struct ActorJob<'a> {
     pub alpha: f64,
     pub target_entropy: f64,
     pub step: u64,
+    /// The host path's buffers and the device its gradients go to, where it applies
+    /// ([`HostActor::applies`]; used when `x.host` is there too).
+    pub host: Option<(&'a mut HostActor, &'a Device)>,
 }
 
 /// What the actor half hands back: stepped clones (when the gate said yes) and losses.
@@ -257,31 +271,14 @@ impl ActorJob<'_> {
     /// Losses and gradients; `gate` (told whether both losses are finite) decides the step,
     /// which works on clones through `actor_opt` and `alpha_opt`.
     pub(super) fn run(
-        self,
+        mut self,
         actor_opt: &mut ModuleOptimizer,
         alpha_opt: &mut ModuleOptimizer,
         lr: f64,
         gate: &mut dyn FnMut(bool) -> bool,
     ) -> ActorDone {
-        let x = self.x;
-        let (action, log_prob) = self.actor.sample(x.obs.clone(), x.noise_pi.clone());
-        let min_q = self.frozen_critic.min_q(x.obs.clone(), action);
-        let actor_loss = sac_actor_loss(log_prob.clone(), min_q, self.alpha);
-        let actor_value = checked_loss("actor loss", &actor_loss, self.step);
-        let (total, alpha_value) = match self.temperature {
-            Some(t) => {
-                let l = sac_temperature_loss(t.log_alpha.val(), log_prob, self.target_entropy);
-                let v = checked_loss("temperature loss", &l, self.step);
-                (actor_loss + l, Some(v))
-            }
-            None => (actor_loss, None),
-        };
+        let (actor_value, alpha_value, actor_grads, t_grads) = self.losses_and_grads();
         let ok = actor_value.is_ok() && !matches!(alpha_value, Some(Err(_)));
-        let mut grads = total.backward();
-        let actor_grads = GradientsParams::from_module(&mut grads, self.actor);
-        let t_grads = self
-            .temperature
-            .map(|t| GradientsParams::from_module(&mut grads, t));
         let mut done = ActorDone {
             actor: None,
             temperature: None,
@@ -300,6 +297,60 @@ impl ActorJob<'_> {
             }
         }
         done
+    }
+}
+
+/// An actor half's losses (checked) and gradients: the actor's, and the temperature's
+/// when it is learnt.
+pub(super) type ActorLosses = (
+    Result<f64>,
+    Option<Result<f64>>,
+    GradientsParams,
+    Option<GradientsParams>,
+);
+
+impl ActorJob<'_> {
+    /// The losses and gradients, on the host path where it applies, through burn's
+    /// autodiff otherwise.
+    pub(super) fn losses_and_grads(&mut self) -> ActorLosses {
+        let x = self.x;
+        if let (Some((host, device)), Some(h)) = (self.host.as_mut(), &x.host) {
+            let r = host.run(
+                self.actor,
+                self.frozen_critic,
+                self.temperature,
+                &h.obs,
+                &h.noise_pi,
+                self.alpha,
+                self.target_entropy,
+                device,
+            );
+            return (
+                checked_value("actor loss", r.actor_loss, self.step),
+                r.alpha_loss
+                    .map(|l| checked_value("temperature loss", l, self.step)),
+                r.actor_grads,
+                r.alpha_grads,
+            );
+        }
+        let (action, log_prob) = self.actor.sample(x.obs.clone(), x.noise_pi.clone());
+        let min_q = self.frozen_critic.min_q(x.obs.clone(), action);
+        let actor_loss = sac_actor_loss(log_prob.clone(), min_q, self.alpha);
+        let actor_value = checked_loss("actor loss", &actor_loss, self.step);
+        let (total, alpha_value) = match self.temperature {
+            Some(t) => {
+                let l = sac_temperature_loss(t.log_alpha.val(), log_prob, self.target_entropy);
+                let v = checked_loss("temperature loss", &l, self.step);
+                (actor_loss + l, Some(v))
+            }
+            None => (actor_loss, None),
+        };
+        let mut grads = total.backward();
+        let actor_grads = GradientsParams::from_module(&mut grads, self.actor);
+        let t_grads = self
+            .temperature
+            .map(|t| GradientsParams::from_module(&mut grads, t));
+        (actor_value, alpha_value, actor_grads, t_grads)
     }
 }
 

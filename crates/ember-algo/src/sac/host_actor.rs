@@ -1,0 +1,718 @@
+//! The actor half's losses and gradients written on host buffers, for learners on flex:
+//! the actor's forward pass, the tanh-Gaussian sample and its log-probability, the frozen
+//! critics at the sampled actions, the minimum, and the backward pass through each row's
+//! smaller critic to the action, through the squashing and through the actor — the same
+//! mathematics as the burn path of [`super::update::ActorJob`], without its autodiff graph:
+//! activations live in buffers kept from update to update, the large products go to the
+//! same kernels ([`ember_backend::host_product`]), and the element-wise passes are loops
+//! over rows. A Pendulum update's actor half spent ~28% of its time around its products
+//! on the burn path (a whole run's profile, docs/benchmarks.md); `sac_update_floor`
+//! measured ~15% for this way of computing it.
+//!
+//! The gradients go to the same optimizers as the burn path's, as [`GradientsParams`]:
+//! checkpoints, resumption and the optimizer's state are unchanged. The results agree with
+//! the burn path to float rounding (the order of some sums differs; tested on random
+//! networks in this module). It applies to the plain policy with ReLU layers, no layer
+//! norms and biases everywhere ([`HostActor::applies`]); gSDE and the other forms keep the
+//! burn path.
+
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor, TensorData};
+use ember_backend::kernels::{bias_relu_rows, relu_backward_in_place};
+use ember_backend::{HostMatrix, host_product, read_values};
+use ember_nn::{Activation, CriticEnsemble, GaussianTanhPolicy, Temperature};
+
+/// The gradients and loss values of one actor half ([`HostActor::run`]).
+pub(super) struct HostActorResult {
+    /// `mean(α log π(a|s) − min Q(s, a))`.
+    pub actor_loss: f64,
+    /// `−log α · mean(log π(a|s) + H̄)` when the temperature is learnt.
+    pub alpha_loss: Option<f64>,
+    /// The actor's parameter gradients.
+    pub actor_grads: GradientsParams,
+    /// The temperature's gradient when it is learnt.
+    pub alpha_grads: Option<GradientsParams>,
+}
+
+/// One network's layers as host buffers: per layer the weights `[in, out]` (for the
+/// critics `[members, in, out]`) and the biases, row-major.
+#[derive(Default)]
+struct Layers {
+    weights: Vec<Vec<f32>>,
+    biases: Vec<Vec<f32>>,
+    /// Per layer, `(in, out)`.
+    sizes: Vec<(usize, usize)>,
+}
+
+/// The buffers of [`HostActor::run`], kept between updates so that an update allocates
+/// only the gradients it hands over.
+#[derive(Default)]
+pub(super) struct HostActor {
+    actor: Layers,
+    critic: Layers,
+    /// The actor's hidden activations (after ReLU), per hidden layer `[batch, width]`.
+    hidden: Vec<Vec<f32>>,
+    /// The actor's output `[batch, 2·act]`: means, then raw log standard deviations.
+    out: Vec<f32>,
+    /// `tanh u` of the pre-squash actions `[batch, act]`.
+    tanh_u: Vec<f32>,
+    log_prob: Vec<f32>,
+    /// The critics' input `[batch, obs + act]`.
+    critic_in: Vec<f32>,
+    /// The critics' hidden activations, member-major: `[member][layer]` `[batch, width]`.
+    critic_hidden: Vec<Vec<f32>>,
+    /// The critics' values `[members, batch]`.
+    q: Vec<f32>,
+    /// Per row, the member with the smallest value.
+    smallest: Vec<usize>,
+    /// The rows a member is the smallest for.
+    rows: Vec<usize>,
+    d_action: Vec<f32>,
+    d_out: Vec<f32>,
+    /// Two gradient buffers `[batch, width]` the backward passes alternate between.
+    grad_a: Vec<f32>,
+    grad_b: Vec<f32>,
+    weight_grads: Vec<Vec<f32>>,
+    bias_grads: Vec<Vec<f32>>,
+    /// The last [`HostActor::compute`]'s actor loss.
+    actor_loss: f64,
+}
+
+ember_backend::multiversion! {
+    /// [`HostActor::compute`] with its loops vectorised for the widest instructions the
+    /// CPU has.
+    fn compute(host: &mut HostActor, actor: &GaussianTanhPolicy, obs: &[f32], noise: &[f32], alpha: f32) {
+        host.compute(actor, obs, noise, alpha);
+    }
+}
+
+impl HostActor {
+    /// Whether this path computes `actor`'s half with `critic` on `device` (the learner's
+    /// device without autodiff): flex, the plain policy (no gSDE), ReLU layers with biases
+    /// and no layer norms in both networks, one output per critic.
+    pub(super) fn applies(
+        actor: &GaussianTanhPolicy,
+        critic: &CriticEnsemble,
+        device: &Device,
+    ) -> bool {
+        let net = &actor.net;
+        device.clone().inner() == Device::flex()
+            && !actor.is_sde()
+            && net.norms.is_empty()
+            && net.activation == Activation::Relu
+            && net.layers.len() >= 2
+            && net.layers.iter().all(|l| l.bias.is_some())
+            && critic.activation == Activation::Relu
+            && critic.weights.len() >= 2
+            && critic
+                .weights
+                .last()
+                .is_some_and(|w| w.shape().dims::<3>()[2] == 1)
+    }
+
+    /// The actor half's losses and gradients for observations `obs` `[batch, obs]` and
+    /// standard-normal `noise` `[batch, act]`, with the temperature `alpha` (and its
+    /// parameter, when learnt, towards `target_entropy`). Gradients are made on `device`.
+    /// Only call it where [`HostActor::applies`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run(
+        &mut self,
+        actor: &GaussianTanhPolicy,
+        critic: &CriticEnsemble,
+        temperature: Option<&Temperature>,
+        obs: &[f32],
+        noise: &[f32],
+        alpha: f64,
+        target_entropy: f64,
+        device: &Device,
+    ) -> HostActorResult {
+        self.read(actor, critic);
+        compute(self, actor, obs, noise, alpha as f32);
+        let batch = self.log_prob.len();
+        let actor_loss = self.actor_loss;
+        let actor_grads = self.actor_grads(actor, device);
+        let (alpha_loss, alpha_grads) = match temperature {
+            None => (None, None),
+            Some(t) => {
+                let (loss, grads) = self.temperature(t, batch, target_entropy, device);
+                (Some(loss), Some(grads))
+            }
+        };
+        HostActorResult {
+            actor_loss,
+            alpha_loss,
+            actor_grads,
+            alpha_grads,
+        }
+    }
+
+    /// The networks' current weights into the host buffers.
+    fn read(&mut self, actor: &GaussianTanhPolicy, critic: &CriticEnsemble) {
+        let layers = actor.net.layers.len();
+        let a = &mut self.actor;
+        a.weights.resize_with(layers, Vec::new);
+        a.biases.resize_with(layers, Vec::new);
+        a.sizes.clear();
+        for (l, layer) in actor.net.layers.iter().enumerate() {
+            let w = layer.weight.val();
+            let [i, o] = w.dims();
+            a.sizes.push((i, o));
+            read_values(&w.inner(), &mut a.weights[l]);
+            let b = layer.bias.as_ref().expect("checked by `applies`").val();
+            read_values(&b.inner(), &mut a.biases[l]);
+        }
+        let layers = critic.weights.len();
+        let c = &mut self.critic;
+        c.weights.resize_with(layers, Vec::new);
+        c.biases.resize_with(layers, Vec::new);
+        c.sizes.clear();
+        for (l, (w, b)) in critic.weights.iter().zip(&critic.biases).enumerate() {
+            let w = w.val();
+            let [_, i, o] = w.dims();
+            c.sizes.push((i, o));
+            read_values(&w.inner(), &mut c.weights[l]);
+            read_values(&b.val().inner(), &mut c.biases[l]);
+        }
+    }
+
+    /// Everything between reading the weights and handing over the gradients (see
+    /// [`compute`]).
+    #[inline(always)]
+    fn compute(&mut self, actor: &GaussianTanhPolicy, obs: &[f32], noise: &[f32], alpha: f32) {
+        let act = actor.act_dim;
+        let batch = noise.len() / act;
+        self.actor_forward(obs, batch);
+        self.sample(actor, obs, noise, batch);
+        self.critic_forward(batch);
+        self.actor_loss = self.smallest_values(batch, alpha);
+        self.critic_backward(batch, act);
+        self.head_backward(actor, noise, batch, alpha);
+        self.actor_backward(obs, batch);
+    }
+
+    #[inline(always)]
+    fn members(&self) -> usize {
+        let (i, o) = self.critic.sizes[0];
+        self.critic.weights[0].len() / (i * o)
+    }
+
+    /// The actor's hidden activations and output.
+    #[inline(always)]
+    fn actor_forward(&mut self, obs: &[f32], batch: usize) {
+        let a = &self.actor;
+        let hidden = a.sizes.len() - 1;
+        self.hidden.resize_with(hidden, Vec::new);
+        for l in 0..hidden {
+            let (i, o) = a.sizes[l];
+            let (done, rest) = self.hidden.split_at_mut(l);
+            let x = if l == 0 { obs } else { &done[l - 1] };
+            let h = &mut rest[0];
+            h.resize(batch * o, 0.0);
+            linear(x, batch, &a.weights[l], (i, o), h);
+            bias_relu_rows(h, &a.biases[l]);
+        }
+        let (i, o) = a.sizes[hidden];
+        self.out.resize(batch * o, 0.0);
+        linear(
+            &self.hidden[hidden - 1],
+            batch,
+            &a.weights[hidden],
+            (i, o),
+            &mut self.out,
+        );
+        add_rows(&mut self.out, &a.biases[hidden]);
+    }
+
+    /// The squashed actions (into the critics' input, after the observations), `tanh u`
+    /// and the log-probabilities, as [`GaussianTanhPolicy::sample`] computes them.
+    #[inline(always)]
+    fn sample(&mut self, actor: &GaussianTanhPolicy, obs: &[f32], noise: &[f32], batch: usize) {
+        let act = actor.act_dim;
+        let obs_dim = obs.len() / batch;
+        let width = obs_dim + act;
+        let (lo, hi) = actor.log_std_bounds;
+        let half_log_2pi = (0.5 * (2.0 * std::f64::consts::PI).ln()) as f32;
+        let scale_log = actor.scale.iter().map(|&s| (s as f64).ln()).sum::<f64>() as f32;
+        self.tanh_u.resize(batch * act, 0.0);
+        self.log_prob.resize(batch, 0.0);
+        self.critic_in.resize(batch * width, 0.0);
+        for r in 0..batch {
+            let out = &self.out[r * 2 * act..][..2 * act];
+            let input = &mut self.critic_in[r * width..][..width];
+            input[..obs_dim].copy_from_slice(&obs[r * obs_dim..][..obs_dim]);
+            let mut log_prob = 0.0f32;
+            for c in 0..act {
+                let log_std = out[act + c].clamp(lo, hi);
+                let e = noise[r * act + c];
+                let u = out[c] + log_std.exp() * e;
+                let t = u.tanh();
+                self.tanh_u[r * act + c] = t;
+                input[obs_dim + c] = t * actor.scale[c] + actor.bias[c];
+                let gauss = e * e * -0.5 - log_std - half_log_2pi;
+                let log_det = (-u + std::f32::consts::LN_2 - softplus(-2.0 * u)) * 2.0;
+                log_prob += gauss - log_det;
+            }
+            self.log_prob[r] = log_prob - scale_log;
+        }
+    }
+
+    /// Every critic's hidden activations and value at the sampled actions.
+    #[inline(always)]
+    fn critic_forward(&mut self, batch: usize) {
+        let c = &self.critic;
+        let members = self.members();
+        let hidden = c.sizes.len() - 1;
+        self.critic_hidden.resize_with(members * hidden, Vec::new);
+        self.q.resize(members * batch, 0.0);
+        for e in 0..members {
+            for l in 0..hidden {
+                let (i, o) = c.sizes[l];
+                let (done, rest) = self.critic_hidden.split_at_mut(e * hidden + l);
+                let x = if l == 0 {
+                    &self.critic_in
+                } else {
+                    &done[e * hidden + l - 1]
+                };
+                let h = &mut rest[0];
+                h.resize(batch * o, 0.0);
+                linear(x, batch, &c.weights[l][e * i * o..][..i * o], (i, o), h);
+                bias_relu_rows(h, &c.biases[l][e * o..][..o]);
+            }
+            let (i, _) = c.sizes[hidden];
+            let q = &mut self.q[e * batch..][..batch];
+            let x = &self.critic_hidden[e * hidden + hidden - 1];
+            linear(x, batch, &c.weights[hidden][e * i..][..i], (i, 1), q);
+            q.iter_mut().for_each(|v| *v += c.biases[hidden][e]);
+        }
+    }
+
+    /// Each row's smallest critic (the first of equal ones, as `min_dim` picks) and the
+    /// actor loss `mean(α log π − min Q)`.
+    #[inline(always)]
+    fn smallest_values(&mut self, batch: usize, alpha: f32) -> f64 {
+        let members = self.members();
+        self.smallest.clear();
+        let mut sum = 0.0f64;
+        for r in 0..batch {
+            let mut best = 0;
+            for e in 1..members {
+                if self.q[e * batch + r] < self.q[best * batch + r] {
+                    best = e;
+                }
+            }
+            self.smallest.push(best);
+            sum += (self.log_prob[r] * alpha - self.q[best * batch + r]) as f64;
+        }
+        sum / batch as f64
+    }
+
+    /// `d loss / d action` `[batch, act]` through each row's smallest critic (its weights
+    /// get no gradient): the rows of one member at a time, gathered.
+    #[inline(always)]
+    fn critic_backward(&mut self, batch: usize, act: usize) {
+        let c = &self.critic;
+        let members = self.members();
+        let hidden = c.sizes.len() - 1;
+        let d_q = -1.0 / batch as f32;
+        self.d_action.clear();
+        self.d_action.resize(batch * act, 0.0);
+        for e in 0..members {
+            self.rows.clear();
+            self.rows
+                .extend((0..batch).filter(|&r| self.smallest[r] == e));
+            let n = self.rows.len();
+            if n == 0 {
+                continue;
+            }
+            // The output layer: d h = d q · wᵀ where the last hidden layer is positive.
+            let (width, _) = c.sizes[hidden];
+            let w_out = &c.weights[hidden][e * width..][..width];
+            let last = &self.critic_hidden[e * hidden + hidden - 1];
+            self.grad_a.resize(n * width, 0.0);
+            for (k, &r) in self.rows.iter().enumerate() {
+                let h = &last[r * width..][..width];
+                let g = &mut self.grad_a[k * width..][..width];
+                for ((g, &h), &w) in g.iter_mut().zip(h).zip(w_out) {
+                    *g = if h > 0.0 { d_q * w } else { 0.0 };
+                }
+            }
+            // Hidden layers down to the first: d x = d z · Wᵀ, masked by the layer below.
+            for l in (1..hidden).rev() {
+                let (i, o) = c.sizes[l];
+                let w = &c.weights[l][e * i * o..][..i * o];
+                self.grad_b.resize(n * i, 0.0);
+                host_product(
+                    HostMatrix::row_major(&self.grad_a, n, o),
+                    HostMatrix::row_major(w, i, o).t(),
+                    &mut self.grad_b,
+                );
+                let below = &self.critic_hidden[e * hidden + l - 1];
+                for (k, &r) in self.rows.iter().enumerate() {
+                    relu_backward_in_place(&mut self.grad_b[k * i..][..i], &below[r * i..][..i]);
+                }
+                std::mem::swap(&mut self.grad_a, &mut self.grad_b);
+            }
+            // The first layer, for the action's columns only.
+            let (i, o) = c.sizes[0];
+            let w = &c.weights[0][e * i * o..][..i * o];
+            let obs_dim = i - act;
+            for (k, &r) in self.rows.iter().enumerate() {
+                let g = &self.grad_a[k * o..][..o];
+                for a in 0..act {
+                    let row = &w[(obs_dim + a) * o..][..o];
+                    self.d_action[r * act + a] += dot(g, row);
+                }
+            }
+        }
+    }
+
+    /// `d loss / d [mean, raw log σ]` `[batch, 2·act]`: through the squashing, the
+    /// sampling and the clamp of log σ, plus the log-probability's own terms.
+    #[inline(always)]
+    fn head_backward(
+        &mut self,
+        actor: &GaussianTanhPolicy,
+        noise: &[f32],
+        batch: usize,
+        alpha: f32,
+    ) {
+        let act = actor.act_dim;
+        let (lo, hi) = actor.log_std_bounds;
+        let d_log_prob = alpha / batch as f32;
+        self.d_out.resize(batch * 2 * act, 0.0);
+        for r in 0..batch {
+            for c in 0..act {
+                let t = self.tanh_u[r * act + c];
+                let raw = self.out[r * 2 * act + act + c];
+                let log_std = raw.clamp(lo, hi);
+                let e = noise[r * act + c];
+                let u = self.out[r * 2 * act + c] + log_std.exp() * e;
+                // log π's `−log_det` term: d/du = 2 − 4·softplus'(−2u).
+                let d_u = self.d_action[r * act + c] * actor.scale[c] * (1.0 - t * t)
+                    + d_log_prob * (2.0 - 4.0 * softplus_slope(-2.0 * u));
+                let d_log_std = d_u * log_std.exp() * e - d_log_prob;
+                self.d_out[r * 2 * act + c] = d_u;
+                self.d_out[r * 2 * act + act + c] = if raw >= lo && raw <= hi {
+                    d_log_std
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+
+    /// The actor's parameter gradients from `d_out`.
+    #[inline(always)]
+    fn actor_backward(&mut self, obs: &[f32], batch: usize) {
+        let a = &self.actor;
+        let layers = a.sizes.len();
+        self.weight_grads.resize_with(layers, Vec::new);
+        self.bias_grads.resize_with(layers, Vec::new);
+        self.grad_a.clear();
+        self.grad_a.extend_from_slice(&self.d_out);
+        for l in (0..layers).rev() {
+            let (i, o) = a.sizes[l];
+            let x = if l == 0 { obs } else { &self.hidden[l - 1] };
+            let gw = &mut self.weight_grads[l];
+            gw.resize(i * o, 0.0);
+            host_product(
+                HostMatrix::row_major(x, batch, i).t(),
+                HostMatrix::row_major(&self.grad_a, batch, o),
+                gw,
+            );
+            let gb = &mut self.bias_grads[l];
+            gb.clear();
+            gb.resize(o, 0.0);
+            for row in self.grad_a.chunks_exact(o) {
+                gb.iter_mut().zip(row).for_each(|(b, &g)| *b += g);
+            }
+            if l > 0 {
+                self.grad_b.resize(batch * i, 0.0);
+                host_product(
+                    HostMatrix::row_major(&self.grad_a, batch, o),
+                    HostMatrix::row_major(&a.weights[l], i, o).t(),
+                    &mut self.grad_b,
+                );
+                relu_backward_in_place(&mut self.grad_b, &self.hidden[l - 1]);
+                std::mem::swap(&mut self.grad_a, &mut self.grad_b);
+            }
+        }
+    }
+
+    /// The actor's gradients as tensors on `device`, by parameter.
+    fn actor_grads(&mut self, actor: &GaussianTanhPolicy, device: &Device) -> GradientsParams {
+        let mut grads = GradientsParams::new();
+        for (l, layer) in actor.net.layers.iter().enumerate() {
+            let (i, o) = self.actor.sizes[l];
+            let w = std::mem::take(&mut self.weight_grads[l]);
+            grads.register(
+                layer.weight.id,
+                Tensor::<2>::from_data(TensorData::new(w, [i, o]), device),
+            );
+            let b = std::mem::take(&mut self.bias_grads[l]);
+            let bias = layer.bias.as_ref().expect("checked by `applies`");
+            grads.register(
+                bias.id,
+                Tensor::<1>::from_data(TensorData::new(b, [o]), device),
+            );
+        }
+        grads
+    }
+
+    /// The temperature loss `−mean(log α · (log π + H̄))` and its gradient.
+    fn temperature(
+        &self,
+        t: &Temperature,
+        batch: usize,
+        target_entropy: f64,
+        device: &Device,
+    ) -> (f64, GradientsParams) {
+        let mut log_alpha = Vec::with_capacity(1);
+        read_values(&t.log_alpha.val().inner(), &mut log_alpha);
+        let weight: f64 = self
+            .log_prob
+            .iter()
+            .map(|&l| (l + target_entropy as f32) as f64)
+            .sum::<f64>()
+            / batch as f64;
+        let mut grads = GradientsParams::new();
+        let g = TensorData::new(vec![-weight as f32], [1]);
+        grads.register(t.log_alpha.id, Tensor::<1>::from_data(g, device));
+        (-(log_alpha[0] as f64) * weight, grads)
+    }
+}
+
+/// `Σ x·y` in 16 independent lanes (a sum the compiler vectorises), then the lanes.
+#[inline(always)]
+fn dot(x: &[f32], y: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut acc = [0.0f32; LANES];
+    let (xs, ys) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(ys.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (xc, yc) in xs.zip(ys) {
+        for l in 0..LANES {
+            acc[l] += xc[l] * yc[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `y = x · w` for `x` `[rows, i]` and `w` `[i, o]`, row-major.
+#[inline(always)]
+fn linear(x: &[f32], rows: usize, w: &[f32], (i, o): (usize, usize), y: &mut [f32]) {
+    host_product(
+        HostMatrix::row_major(x, rows, i),
+        HostMatrix::row_major(w, i, o),
+        y,
+    );
+}
+
+/// `b` added to every row of `x`.
+#[inline(always)]
+fn add_rows(x: &mut [f32], b: &[f32]) {
+    for row in x.chunks_exact_mut(b.len()) {
+        row.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
+    }
+}
+
+/// Above this `ln(1 + eˣ)` is `x` (burn's `softplus` threshold).
+const SOFTPLUS_THRESHOLD: f32 = 20.0;
+
+/// `ln(1 + eˣ)` as burn's `softplus` computes it.
+#[inline(always)]
+fn softplus(x: f32) -> f32 {
+    if x > SOFTPLUS_THRESHOLD {
+        x
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// The slope of [`softplus`] at `x`: `eˣ / (1 + eˣ)`, 1 past the threshold.
+#[inline(always)]
+fn softplus_slope(x: f32) -> f32 {
+    if x > SOFTPLUS_THRESHOLD {
+        1.0
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::update::{ActorJob, HostInputs, Inputs};
+    use super::*;
+    use burn::module::Module;
+    use ember_core::EmberRng;
+    use ember_nn::{CriticEnsembleConfig, GaussianTanhPolicyConfig};
+
+    fn matrix(v: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
+        Tensor::from_data(TensorData::new(v.to_vec(), [rows, cols]), device)
+    }
+
+    fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+        t.into_data().try_to_vec::<f32>().expect("f32 values")
+    }
+
+    /// The host path against the burn path of the same job, gradient by gradient.
+    fn compare(log_std_bounds: (f32, f32), learn_alpha: bool, seed: u64) {
+        let plain = Device::flex();
+        let learn = plain.clone().autodiff();
+        let (batch, obs_dim, act) = (96, 5, 2);
+        let mut config = GaussianTanhPolicyConfig::new(obs_dim, act)
+            .with_hidden(vec![64, 48])
+            .with_bounds(vec![-2.0, -1.0], vec![2.0, 3.0]);
+        config.log_std_bounds = log_std_bounds;
+        let actor = config.init(&learn).unwrap();
+        let critic = CriticEnsembleConfig::new(2, obs_dim + act, vec![40, 56])
+            .init(&learn)
+            .unwrap()
+            .no_grad();
+        let temperature = Temperature::new(0.3, &learn).unwrap();
+        assert!(HostActor::applies(&actor, &critic, &plain));
+        let mut rng = EmberRng::seed_from(seed);
+        let mut draw = |n: usize, scale: f32| -> Vec<f32> {
+            (0..n)
+                .map(|_| (rng.next_f64() as f32 * 2.0 - 1.0) * scale)
+                .collect()
+        };
+        let obs = draw(batch * obs_dim, 3.0);
+        let noise = draw(batch * act, 2.0);
+        let x = Inputs {
+            obs: matrix(&obs, batch, obs_dim, &learn),
+            action: matrix(&draw(batch * act, 1.0), batch, act, &learn),
+            next_obs: matrix(&obs, batch, obs_dim, &plain),
+            reward: matrix(&draw(batch, 1.0), batch, 1, &plain),
+            terminated: matrix(&vec![0.0; batch], batch, 1, &plain),
+            discount: None,
+            weights: None,
+            noise_next: matrix(&noise, batch, act, &plain),
+            noise_pi: matrix(&noise, batch, act, &learn),
+            host: Some(HostInputs {
+                obs,
+                noise_pi: noise,
+            }),
+        };
+        let mut host = HostActor::default();
+        let job = |host: Option<(&mut HostActor, &Device)>| {
+            let mut job = ActorJob {
+                actor: &actor,
+                temperature: learn_alpha.then_some(&temperature),
+                frozen_critic: &critic,
+                x: &x,
+                alpha: 0.3,
+                target_entropy: -(act as f64),
+                step: 7,
+                host,
+            };
+            job.losses_and_grads()
+        };
+        // Twice through the host path: the kept buffers must not change a result.
+        let _ = job(Some((&mut host, &plain)));
+        let (h_loss, h_alpha, mut h_grads, h_t) = job(Some((&mut host, &plain)));
+        let (b_loss, b_alpha, mut b_grads, b_t) = job(None);
+        let (h_loss, b_loss) = (h_loss.unwrap(), b_loss.unwrap());
+        assert!(
+            (h_loss - b_loss).abs() <= 1e-5 * (1.0 + b_loss.abs()),
+            "{h_loss} vs {b_loss}"
+        );
+        match (h_alpha, b_alpha) {
+            (None, None) => assert!(!learn_alpha),
+            (Some(h), Some(b)) => {
+                let (h, b) = (h.unwrap(), b.unwrap());
+                assert!(
+                    (h - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "alpha loss {h} vs {b}"
+                );
+            }
+            _ => panic!("one path learns the temperature, the other not"),
+        }
+        let close = |name: &str, h: Vec<f32>, b: Vec<f32>| {
+            assert_eq!(h.len(), b.len(), "{name}");
+            let top = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            assert!(top > 0.0, "{name}: an all-zero gradient checks nothing");
+            for (i, (h, b)) in h.iter().zip(&b).enumerate() {
+                assert!(
+                    (h - b).abs() <= 2e-4 * top + 1e-7,
+                    "{name}[{i}]: {h} vs {b} (largest {top})"
+                );
+            }
+        };
+        for (l, layer) in actor.net.layers.iter().enumerate() {
+            let id = layer.weight.id;
+            let (h, b) = (
+                h_grads.remove::<2>(id).unwrap(),
+                b_grads.remove::<2>(id).unwrap(),
+            );
+            close(&format!("layer {l} weight"), values(h), values(b));
+            let id = layer.bias.as_ref().unwrap().id;
+            let (h, b) = (
+                h_grads.remove::<1>(id).unwrap(),
+                b_grads.remove::<1>(id).unwrap(),
+            );
+            close(&format!("layer {l} bias"), values(h), values(b));
+        }
+        assert!(
+            h_grads.is_empty() && b_grads.is_empty(),
+            "gradients of other parameters"
+        );
+        if let (Some(mut h), Some(mut b)) = (h_t, b_t) {
+            let id = temperature.log_alpha.id;
+            let (h, b) = (h.remove::<1>(id).unwrap(), b.remove::<1>(id).unwrap());
+            close("log alpha", values(h), values(b));
+        }
+    }
+
+    #[test]
+    fn host_path_matches_the_burn_path() {
+        compare((-20.0, 2.0), true, 1);
+        compare((-20.0, 2.0), false, 2);
+    }
+
+    #[test]
+    fn host_path_matches_the_burn_path_where_log_std_is_clamped() {
+        // Most raw log σ of a fresh network fall outside ±0.05: their gradient is 0.
+        compare((-0.05, 0.05), true, 3);
+    }
+
+    #[test]
+    fn host_path_applies_only_where_it_computes_the_same() {
+        let plain = Device::flex();
+        let learn = plain.clone().autodiff();
+        let critic = CriticEnsembleConfig::new(2, 4, vec![8, 8])
+            .init(&learn)
+            .unwrap();
+        let plain_policy = GaussianTanhPolicyConfig::new(3, 1).with_hidden(vec![8, 8]);
+        assert!(HostActor::applies(
+            &plain_policy.init(&learn).unwrap(),
+            &critic,
+            &plain
+        ));
+        let sde = plain_policy
+            .clone()
+            .with_sde(Some(-3.0))
+            .init(&learn)
+            .unwrap();
+        assert!(!HostActor::applies(&sde, &critic, &plain));
+        let mut tanh = plain_policy.clone();
+        tanh.activation = Activation::Tanh;
+        assert!(!HostActor::applies(
+            &tanh.init(&learn).unwrap(),
+            &critic,
+            &plain
+        ));
+        let policy = plain_policy.init(&learn).unwrap();
+        if let Ok(ndarray) = "ndarray"
+            .parse::<ember_backend::DeviceSpec>()
+            .and_then(|s| s.device())
+        {
+            assert!(!HostActor::applies(&policy, &critic, &ndarray));
+        }
+    }
+}
