@@ -270,6 +270,50 @@ pub fn read_values<const D: usize>(x: &Tensor<D>, out: &mut Vec<f32>) {
     out.extend_from_slice(data.as_slice::<f32>().expect("f32 values, checked above"));
 }
 
+/// `f` of the `f32` values of every tensor of `xs`, each in row-major order: on flex
+/// borrowed from the tensors' buffers (a contiguous copy only for a strided one; parameters
+/// read through `Tensor::inner` included), elsewhere read out with `into_data`. For code
+/// that reads several networks' weights at once without copying them.
+///
+/// # Panics
+/// If a tensor does not hold `f32` values.
+pub fn with_host_values<R>(xs: &[Tensor<1>], f: impl FnOnce(&[&[f32]]) -> R) -> R {
+    let mut f = Some(f);
+    let mut result = None;
+    nest(xs, &[], &mut |all: &[&[f32]]| {
+        let f = f.take().expect("called once");
+        result = Some(f(all));
+    });
+    result.expect("`nest` calls its closure once")
+}
+
+/// [`with_host_values`]' recursion: `outer` holds the values of the tensors before `xs`.
+fn nest(xs: &[Tensor<1>], outer: &[&[f32]], f: &mut dyn FnMut(&[&[f32]])) {
+    let Some((first, rest)) = xs.split_first() else {
+        return f(outer);
+    };
+    assert_eq!(
+        first.dtype(),
+        DType::F32,
+        "with_host_values: f32 values only"
+    );
+    let mut inner = |values: &[f32]| {
+        let mut all: Vec<&[f32]> = outer.to_vec();
+        all.push(values);
+        nest(rest, &all, f);
+    };
+    if plain_flex(first)
+        && <burn::backend::Dispatch as HostBuffers>::host_read(
+            first.clone().into_dispatch(),
+            &mut inner,
+        )
+    {
+        return;
+    }
+    let data = first.clone().into_data();
+    inner(data.as_slice::<f32>().expect("f32 values, checked above"));
+}
+
 /// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
 /// `a.mul_scalar(1 − t) + b.mul_scalar(t)`; on flex in one pass into one new buffer.
 pub fn lerp<const D: usize>(a: Tensor<D>, b: Tensor<D>, t: f64) -> Tensor<D> {
@@ -315,6 +359,23 @@ mod tests {
             // A transposed view is read in its own row-major order.
             read_values(&t.clone().transpose(), &mut out);
             assert_eq!(out, values(t.transpose()), "{device:?}: transposed");
+        }
+    }
+
+    #[test]
+    fn with_host_values_hands_over_every_tensor_in_order() {
+        let mut devices = devices();
+        devices.push(burn::tensor::Device::flex().autodiff());
+        for device in devices {
+            let a: Vec<f32> = (0..12).map(|i| i as f32).collect();
+            let ta = Tensor::<2>::from_data(TensorData::new(a.clone(), [3, 4]), &device);
+            let tb = Tensor::<1>::from_data(TensorData::new(vec![-1.0f32, 2.5], [2]), &device);
+            // A transposed view (strided) among borrowed ones.
+            let tt = ta.clone().transpose().reshape([12]);
+            let xs = [ta.clone().reshape([12]).inner(), tb.inner(), tt.clone()];
+            let got = with_host_values(&xs, |v| v.iter().map(|s| s.to_vec()).collect::<Vec<_>>());
+            assert_eq!(got, vec![a, vec![-1.0, 2.5], values(tt)], "{device:?}");
+            assert_eq!(with_host_values(&[], |v| v.len()), 0);
         }
     }
 

@@ -56,7 +56,7 @@ pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
-pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared};
+pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared, with_host_values};
 pub use matmul::{HostMatmul, matmul};
 pub use product::{HostMatrix, host_product};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};

@@ -9,6 +9,11 @@
 //! on the burn path (a whole run's profile, docs/benchmarks.md); `sac_update_floor`
 //! measured ~15% for this way of computing it.
 //!
+//! The same buffers compute the soft target's next values without gradients
+//! ([`HostActor::next_values`]: the actor's sample at the next observations and the target
+//! critics' minimum there). The weights are read where they are, never copied
+//! ([`ember_backend::with_host_values`]).
+//!
 //! The gradients go to the same optimizers as the burn path's, as [`GradientsParams`]:
 //! checkpoints, resumption and the optimizer's state are unchanged. The results agree with
 //! the burn path to float rounding (the order of some sums differs; tested on random
@@ -19,7 +24,7 @@
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_backend::kernels::{bias_relu_rows, relu_backward_in_place};
-use ember_backend::{HostMatrix, host_product, read_values};
+use ember_backend::{HostMatrix, host_product, read_values, with_host_values};
 use ember_nn::{Activation, CriticEnsemble, GaussianTanhPolicy, Temperature};
 
 /// The gradients and loss values of one actor half ([`HostActor::run`]).
@@ -34,22 +39,83 @@ pub(super) struct HostActorResult {
     pub alpha_grads: Option<GradientsParams>,
 }
 
-/// One network's layers as host buffers: per layer the weights `[in, out]` (for the
-/// critics `[members, in, out]`) and the biases, row-major.
-#[derive(Default)]
-struct Layers {
-    weights: Vec<Vec<f32>>,
-    biases: Vec<Vec<f32>>,
+/// One network's layers, borrowed from its parameters: per layer the weights `[in, out]`
+/// (critics: `[members, in, out]`) and the biases, row-major.
+struct Net<'a> {
+    weights: Vec<&'a [f32]>,
+    biases: Vec<&'a [f32]>,
     /// Per layer, `(in, out)`.
     sizes: Vec<(usize, usize)>,
+    /// Critics in the ensemble (1 for the actor).
+    members: usize,
+}
+
+/// The shapes of a network's layers and its parameters flattened (weights, then biases,
+/// layer by layer), for [`with_host_values`].
+struct Flat {
+    sizes: Vec<(usize, usize)>,
+    members: usize,
+    params: Vec<Tensor<1>>,
+}
+
+impl Flat {
+    fn actor(actor: &GaussianTanhPolicy) -> Flat {
+        let mut f = Flat {
+            sizes: Vec::new(),
+            members: 1,
+            params: Vec::new(),
+        };
+        for layer in &actor.net.layers {
+            let w = layer.weight.val().inner();
+            let [i, o] = w.dims();
+            f.sizes.push((i, o));
+            f.params.push(w.reshape([i * o]));
+            let b = layer.bias.as_ref().expect("checked by `applies`");
+            f.params.push(b.val().inner());
+        }
+        f
+    }
+
+    fn critic(critic: &CriticEnsemble) -> Flat {
+        let mut f = Flat {
+            sizes: Vec::new(),
+            members: critic.members(),
+            params: Vec::new(),
+        };
+        for (w, b) in critic.weights.iter().zip(&critic.biases) {
+            let w = w.val().inner();
+            let [e, i, o] = w.dims();
+            f.sizes.push((i, o));
+            f.params.push(w.reshape([e * i * o]));
+            f.params.push(b.val().inner().reshape([e * o]));
+        }
+        f
+    }
+
+    /// The network over `values` (this network's parameters' values, in order).
+    fn net<'a>(&self, values: &[&'a [f32]]) -> Net<'a> {
+        Net {
+            weights: values.iter().step_by(2).copied().collect(),
+            biases: values.iter().skip(1).step_by(2).copied().collect(),
+            sizes: self.sizes.clone(),
+            members: self.members,
+        }
+    }
+}
+
+/// `f` of the two networks' layers, borrowed.
+fn with_nets<R>(a: &Flat, b: &Flat, f: impl FnOnce(&Net<'_>, &Net<'_>) -> R) -> R {
+    let params: Vec<Tensor<1>> = a.params.iter().chain(&b.params).cloned().collect();
+    with_host_values(&params, |v| {
+        let (va, vb) = v.split_at(a.params.len());
+        f(&a.net(va), &b.net(vb))
+    })
 }
 
 /// The buffers of [`HostActor::run`], kept between updates so that an update allocates
 /// only the gradients it hands over.
 #[derive(Default)]
 pub(super) struct HostActor {
-    actor: Layers,
-    critic: Layers,
     /// The actor's hidden activations (after ReLU), per hidden layer `[batch, width]`.
     hidden: Vec<Vec<f32>>,
     /// The actor's output `[batch, 2·act]`: means, then raw log standard deviations.
@@ -81,8 +147,30 @@ pub(super) struct HostActor {
 ember_backend::multiversion! {
     /// [`HostActor::compute`] with its loops vectorised for the widest instructions the
     /// CPU has.
-    fn compute(host: &mut HostActor, actor: &GaussianTanhPolicy, obs: &[f32], noise: &[f32], alpha: f32) {
-        host.compute(actor, obs, noise, alpha);
+    fn compute(
+        host: &mut HostActor,
+        a: &Net<'_>,
+        c: &Net<'_>,
+        actor: &GaussianTanhPolicy,
+        obs: &[f32],
+        noise: &[f32],
+        alpha: f32
+    ) {
+        host.compute(a, c, actor, obs, noise, alpha);
+    }
+}
+
+ember_backend::multiversion! {
+    /// [`HostActor::next`], vectorised as [`compute`] is.
+    fn next(
+        host: &mut HostActor,
+        a: &Net<'_>,
+        c: &Net<'_>,
+        actor: &GaussianTanhPolicy,
+        obs: &[f32],
+        noise: &[f32]
+    ) {
+        host.next(a, c, actor, obs, noise);
     }
 }
 
@@ -126,11 +214,13 @@ impl HostActor {
         target_entropy: f64,
         device: &Device,
     ) -> HostActorResult {
-        self.read(actor, critic);
-        compute(self, actor, obs, noise, alpha as f32);
+        let (a, c) = (Flat::actor(actor), Flat::critic(critic));
+        with_nets(&a, &c, |a, c| {
+            compute(self, a, c, actor, obs, noise, alpha as f32)
+        });
         let batch = self.log_prob.len();
         let actor_loss = self.actor_loss;
-        let actor_grads = self.actor_grads(actor, device);
+        let actor_grads = self.actor_grads(actor, &a.sizes, device);
         let (alpha_loss, alpha_grads) = match temperature {
             None => (None, None),
             Some(t) => {
@@ -146,60 +236,74 @@ impl HostActor {
         }
     }
 
-    /// The networks' current weights into the host buffers.
-    fn read(&mut self, actor: &GaussianTanhPolicy, critic: &CriticEnsemble) {
-        let layers = actor.net.layers.len();
-        let a = &mut self.actor;
-        a.weights.resize_with(layers, Vec::new);
-        a.biases.resize_with(layers, Vec::new);
-        a.sizes.clear();
-        for (l, layer) in actor.net.layers.iter().enumerate() {
-            let w = layer.weight.val();
-            let [i, o] = w.dims();
-            a.sizes.push((i, o));
-            read_values(&w.inner(), &mut a.weights[l]);
-            let b = layer.bias.as_ref().expect("checked by `applies`").val();
-            read_values(&b.inner(), &mut a.biases[l]);
-        }
-        let layers = critic.weights.len();
-        let c = &mut self.critic;
-        c.weights.resize_with(layers, Vec::new);
-        c.biases.resize_with(layers, Vec::new);
-        c.sizes.clear();
-        for (l, (w, b)) in critic.weights.iter().zip(&critic.biases).enumerate() {
-            let w = w.val();
-            let [_, i, o] = w.dims();
-            c.sizes.push((i, o));
-            read_values(&w.inner(), &mut c.weights[l]);
-            read_values(&b.val().inner(), &mut c.biases[l]);
-        }
-    }
-
     /// Everything between reading the weights and handing over the gradients (see
     /// [`compute`]).
     #[inline(always)]
-    fn compute(&mut self, actor: &GaussianTanhPolicy, obs: &[f32], noise: &[f32], alpha: f32) {
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &mut self,
+        a: &Net<'_>,
+        c: &Net<'_>,
+        actor: &GaussianTanhPolicy,
+        obs: &[f32],
+        noise: &[f32],
+        alpha: f32,
+    ) {
         let act = actor.act_dim;
         let batch = noise.len() / act;
-        self.actor_forward(obs, batch);
+        self.actor_forward(a, obs, batch);
         self.sample(actor, obs, noise, batch);
-        self.critic_forward(batch);
-        self.actor_loss = self.smallest_values(batch, alpha);
-        self.critic_backward(batch, act);
+        self.critic_forward(c, batch);
+        self.actor_loss = self.smallest_values(c.members, batch, alpha);
+        self.critic_backward(c, batch, act);
         self.head_backward(actor, noise, batch, alpha);
-        self.actor_backward(obs, batch);
+        self.actor_backward(a, obs, batch);
     }
 
+    /// The soft target's next values for next observations `obs` `[rows, obs]` and
+    /// standard-normal `noise` `[rows, act]`: `(min_e Q̄_e(s', a'), log π(a'|s'))`, one
+    /// value each per row, with `a'` sampled by `actor` and `target` the target critics.
+    /// Only call it where [`HostActor::applies`].
+    pub(super) fn next_values(
+        &mut self,
+        actor: &GaussianTanhPolicy,
+        target: &CriticEnsemble,
+        obs: &[f32],
+        noise: &[f32],
+    ) -> (Vec<f32>, Vec<f32>) {
+        let (a, c) = (Flat::actor(actor), Flat::critic(target));
+        with_nets(&a, &c, |a, c| next(self, a, c, actor, obs, noise));
+        let rows = self.log_prob.len();
+        let min_q = (0..rows)
+            .map(|r| {
+                (1..c.members).fold(self.q[r], |m, e| {
+                    let q = self.q[e * rows + r];
+                    if q < m || q.is_nan() { q } else { m }
+                })
+            })
+            .collect();
+        (min_q, self.log_prob.clone())
+    }
+
+    /// [`HostActor::next_values`] up to the critics' values.
     #[inline(always)]
-    fn members(&self) -> usize {
-        let (i, o) = self.critic.sizes[0];
-        self.critic.weights[0].len() / (i * o)
+    fn next(
+        &mut self,
+        a: &Net<'_>,
+        c: &Net<'_>,
+        actor: &GaussianTanhPolicy,
+        obs: &[f32],
+        noise: &[f32],
+    ) {
+        let batch = noise.len() / actor.act_dim;
+        self.actor_forward(a, obs, batch);
+        self.sample(actor, obs, noise, batch);
+        self.critic_forward(c, batch);
     }
 
     /// The actor's hidden activations and output.
     #[inline(always)]
-    fn actor_forward(&mut self, obs: &[f32], batch: usize) {
-        let a = &self.actor;
+    fn actor_forward(&mut self, a: &Net<'_>, obs: &[f32], batch: usize) {
         let hidden = a.sizes.len() - 1;
         self.hidden.resize_with(hidden, Vec::new);
         for l in 0..hidden {
@@ -258,9 +362,8 @@ impl HostActor {
 
     /// Every critic's hidden activations and value at the sampled actions.
     #[inline(always)]
-    fn critic_forward(&mut self, batch: usize) {
-        let c = &self.critic;
-        let members = self.members();
+    fn critic_forward(&mut self, c: &Net<'_>, batch: usize) {
+        let members = c.members;
         let hidden = c.sizes.len() - 1;
         self.critic_hidden.resize_with(members * hidden, Vec::new);
         self.q.resize(members * batch, 0.0);
@@ -289,14 +392,15 @@ impl HostActor {
     /// Each row's smallest critic (the first of equal ones, as `min_dim` picks) and the
     /// actor loss `mean(α log π − min Q)`.
     #[inline(always)]
-    fn smallest_values(&mut self, batch: usize, alpha: f32) -> f64 {
-        let members = self.members();
+    fn smallest_values(&mut self, members: usize, batch: usize, alpha: f32) -> f64 {
         self.smallest.clear();
         let mut sum = 0.0f64;
         for r in 0..batch {
             let mut best = 0;
             for e in 1..members {
-                if self.q[e * batch + r] < self.q[best * batch + r] {
+                // A NaN value is the minimum, as it is for `min_dim`: the loss is NaN then.
+                let q = self.q[e * batch + r];
+                if q < self.q[best * batch + r] || q.is_nan() {
                     best = e;
                 }
             }
@@ -309,9 +413,8 @@ impl HostActor {
     /// `d loss / d action` `[batch, act]` through each row's smallest critic (its weights
     /// get no gradient): the rows of one member at a time, gathered.
     #[inline(always)]
-    fn critic_backward(&mut self, batch: usize, act: usize) {
-        let c = &self.critic;
-        let members = self.members();
+    fn critic_backward(&mut self, c: &Net<'_>, batch: usize, act: usize) {
+        let members = c.members;
         let hidden = c.sizes.len() - 1;
         let d_q = -1.0 / batch as f32;
         self.d_action.clear();
@@ -403,8 +506,7 @@ impl HostActor {
 
     /// The actor's parameter gradients from `d_out`.
     #[inline(always)]
-    fn actor_backward(&mut self, obs: &[f32], batch: usize) {
-        let a = &self.actor;
+    fn actor_backward(&mut self, a: &Net<'_>, obs: &[f32], batch: usize) {
         let layers = a.sizes.len();
         self.weight_grads.resize_with(layers, Vec::new);
         self.bias_grads.resize_with(layers, Vec::new);
@@ -440,10 +542,15 @@ impl HostActor {
     }
 
     /// The actor's gradients as tensors on `device`, by parameter.
-    fn actor_grads(&mut self, actor: &GaussianTanhPolicy, device: &Device) -> GradientsParams {
+    fn actor_grads(
+        &mut self,
+        actor: &GaussianTanhPolicy,
+        sizes: &[(usize, usize)],
+        device: &Device,
+    ) -> GradientsParams {
         let mut grads = GradientsParams::new();
         for (l, layer) in actor.net.layers.iter().enumerate() {
-            let (i, o) = self.actor.sizes[l];
+            let (i, o) = sizes[l];
             let w = std::mem::take(&mut self.weight_grads[l]);
             grads.register(
                 layer.weight.id,
@@ -546,7 +653,7 @@ fn softplus_slope(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::update::{ActorJob, HostInputs, Inputs};
+    use super::super::update::{ActorJob, HostInputs, Inputs, next_values};
     use super::*;
     use burn::module::Module;
     use ember_core::EmberRng;
@@ -595,6 +702,8 @@ mod tests {
             noise_next: matrix(&noise, batch, act, &plain),
             noise_pi: matrix(&noise, batch, act, &learn),
             host: Some(HostInputs {
+                next_obs: obs.clone(),
+                noise_next: noise.clone(),
                 obs,
                 noise_pi: noise,
             }),
@@ -666,6 +775,64 @@ mod tests {
             let id = temperature.log_alpha.id;
             let (h, b) = (h.remove::<1>(id).unwrap(), b.remove::<1>(id).unwrap());
             close("log alpha", values(h), values(b));
+        }
+    }
+
+    #[test]
+    fn next_values_match_the_burn_path_for_any_rows() {
+        let plain = Device::flex();
+        let (batch, obs_dim, act) = (80, 4, 3);
+        let actor = GaussianTanhPolicyConfig::new(obs_dim, act)
+            .with_hidden(vec![48, 40])
+            .with_bounds(vec![-2.0, -1.0, 0.0], vec![2.0, 3.0, 0.5])
+            .init(&plain)
+            .unwrap();
+        let target = CriticEnsembleConfig::new(3, obs_dim + act, vec![32, 64])
+            .init(&plain)
+            .unwrap();
+        let mut rng = EmberRng::seed_from(5);
+        let mut draw = |n: usize, scale: f32| -> Vec<f32> {
+            (0..n)
+                .map(|_| (rng.next_f64() as f32 * 2.0 - 1.0) * scale)
+                .collect()
+        };
+        let (next_obs, noise) = (draw(batch * obs_dim, 3.0), draw(batch * act, 2.0));
+        let column = |n: usize| matrix(&vec![0.0; n], n, 1, &plain);
+        let mut x = Inputs {
+            obs: matrix(&next_obs, batch, obs_dim, &plain),
+            action: matrix(&noise, batch, act, &plain),
+            next_obs: matrix(&next_obs, batch, obs_dim, &plain),
+            reward: column(batch),
+            terminated: column(batch),
+            discount: None,
+            weights: None,
+            noise_next: matrix(&noise, batch, act, &plain),
+            noise_pi: matrix(&noise, batch, act, &plain),
+            host: None,
+        };
+        let burn = next_values(&actor, &target, &x, 0, batch);
+        let (burn_q, burn_l) = (values(burn.0), values(burn.1));
+        x.host = Some(HostInputs {
+            obs: Vec::new(),
+            noise_pi: Vec::new(),
+            next_obs,
+            noise_next: noise,
+        });
+        for (from, to) in [(0, batch), (0, 24), (24, batch), (7, 8)] {
+            let (q, l) = next_values(&actor, &target, &x, from, to);
+            assert_eq!(q.dims(), [to - from, 1]);
+            for (name, got, want) in [
+                ("min q", values(q), &burn_q),
+                ("log prob", values(l), &burn_l),
+            ] {
+                for (r, (g, w)) in got.iter().zip(&want[from..to]).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{name} row {}: {g} vs {w}",
+                        from + r
+                    );
+                }
+            }
         }
     }
 

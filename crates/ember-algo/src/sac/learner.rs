@@ -188,6 +188,8 @@ impl Sac {
             host: self.host_actor.as_ref().map(|_| HostInputs {
                 obs: batch.obs.clone(),
                 noise_pi: noise_pi.to_vec(),
+                next_obs: batch.next_obs.clone(),
+                noise_next: noise_next.to_vec(),
             }),
         }
     }

@@ -6,13 +6,14 @@
 use super::host_actor::HostActor;
 use crate::optimizer::step_in_place;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::{Error, Result};
 use ember_loss::{
     checked_loss, checked_value, ensemble_td_errors, sac_actor_loss, sac_critic_loss,
     sac_critic_loss_weighted, sac_target, sac_target_discounted, sac_temperature_loss,
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
@@ -37,11 +38,18 @@ pub(super) struct Inputs {
     pub host: Option<HostInputs>,
 }
 
-/// [`Inputs`] the host path of the actor half reads, row-major.
+/// [`Inputs`] the host paths read ([`HostActor`]), row-major.
 #[derive(Clone)]
 pub(super) struct HostInputs {
     pub obs: Vec<f32>,
     pub noise_pi: Vec<f32>,
+    pub next_obs: Vec<f32>,
+    pub noise_next: Vec<f32>,
+}
+
+thread_local! {
+    /// The buffers of the next values' host path, one set per thread that computes them.
+    static NEXT_VALUES: RefCell<HostActor> = RefCell::default();
 }
 
 /// Where the critic half gets the soft target's next values: the target critics' minimum
@@ -95,6 +103,20 @@ pub(super) fn next_values(
     to: usize,
 ) -> (Tensor<2>, Tensor<2>) {
     let rows = x.next_obs.dims()[0];
+    let device = x.next_obs.device();
+    if let Some(h) = &x.host
+        && HostActor::applies(actor, target, &device)
+    {
+        let (o, a) = (h.next_obs.len() / rows, h.noise_next.len() / rows);
+        let (obs, noise) = (
+            &h.next_obs[from * o..to * o],
+            &h.noise_next[from * a..to * a],
+        );
+        let (q, l) =
+            NEXT_VALUES.with_borrow_mut(|host| host.next_values(actor, target, obs, noise));
+        let column = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, [to - from, 1]), &device);
+        return (column(q), column(l));
+    }
     let (obs, noise) = if from == 0 && to == rows {
         (x.next_obs.clone(), x.noise_next.clone())
     } else {
