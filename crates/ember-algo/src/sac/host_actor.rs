@@ -312,19 +312,19 @@ impl HostActor {
             let x = if l == 0 { obs } else { &done[l - 1] };
             let h = &mut rest[0];
             h.resize(batch * o, 0.0);
-            linear(x, batch, &a.weights[l], (i, o), h);
-            bias_relu_rows(h, &a.biases[l]);
+            linear(x, batch, a.weights[l], (i, o), h);
+            bias_relu_rows(h, a.biases[l]);
         }
         let (i, o) = a.sizes[hidden];
         self.out.resize(batch * o, 0.0);
         linear(
             &self.hidden[hidden - 1],
             batch,
-            &a.weights[hidden],
+            a.weights[hidden],
             (i, o),
             &mut self.out,
         );
-        add_rows(&mut self.out, &a.biases[hidden]);
+        add_rows(&mut self.out, a.biases[hidden]);
     }
 
     /// The squashed actions (into the critics' input, after the observations), `tanh u`
@@ -532,7 +532,7 @@ impl HostActor {
                 self.grad_b.resize(batch * i, 0.0);
                 host_product(
                     HostMatrix::row_major(&self.grad_a, batch, o),
-                    HostMatrix::row_major(&a.weights[l], i, o).t(),
+                    HostMatrix::row_major(a.weights[l], i, o).t(),
                     &mut self.grad_b,
                 );
                 relu_backward_in_place(&mut self.grad_b, &self.hidden[l - 1]);
