@@ -161,6 +161,33 @@ ember_backend::multiversion! {
 }
 
 ember_backend::multiversion! {
+    /// [`HostActor::critic_step`], vectorised as [`compute`] is; the loss into `loss`.
+    fn critic_step_into(
+        host: &mut HostActor,
+        c: &Net<'_>,
+        y: &[f32],
+        weights: &[f32],
+        loss: &mut f64
+    ) {
+        *loss = host.critic_step(c, y, weights);
+    }
+}
+
+ember_backend::multiversion! {
+    /// [`HostActor::critic_forward`], vectorised as [`compute`] is.
+    fn critic_forward(host: &mut HostActor, c: &Net<'_>, batch: usize) {
+        host.critic_forward(c, batch);
+    }
+}
+
+/// [`critic_step_into`] returning the loss.
+fn critic_step(host: &mut HostActor, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
+    let mut loss = 0.0;
+    critic_step_into(host, c, y, weights, &mut loss);
+    loss
+}
+
+ember_backend::multiversion! {
     /// [`HostActor::next`], vectorised as [`compute`] is.
     fn next(
         host: &mut HostActor,
@@ -184,18 +211,168 @@ impl HostActor {
         device: &Device,
     ) -> bool {
         let net = &actor.net;
-        device.clone().inner() == Device::flex()
+        Self::applies_to_critic(critic, device)
             && !actor.is_sde()
             && net.norms.is_empty()
             && net.activation == Activation::Relu
             && net.layers.len() >= 2
             && net.layers.iter().all(|l| l.bias.is_some())
+    }
+
+    /// Whether [`HostActor::critic_grads`] computes `critic`'s loss on `device` (the
+    /// learner's device without autodiff): flex, ReLU layers, one output per critic.
+    pub(super) fn applies_to_critic(critic: &CriticEnsemble, device: &Device) -> bool {
+        device.clone().inner() == Device::flex()
             && critic.activation == Activation::Relu
             && critic.weights.len() >= 2
             && critic
                 .weights
                 .last()
                 .is_some_and(|w| w.shape().dims::<3>()[2] == 1)
+    }
+
+    /// The critics' forward pass at `rows` observations `obs` and actions `action`, its
+    /// activations kept for [`HostActor::critic_grads`]. Only call it where
+    /// [`HostActor::applies_to_critic`].
+    pub(super) fn critic_forward_at(
+        &mut self,
+        critic: &CriticEnsemble,
+        obs: &[f32],
+        action: &[f32],
+        rows: usize,
+    ) {
+        let batch = self.critic_input(obs, action, rows);
+        let flat = Flat::critic(critic);
+        with_host_values(&flat.params, |v| critic_forward(self, &flat.net(v), batch));
+    }
+
+    /// The critics' input `[obs, action]` row by row; returns the rows.
+    fn critic_input(&mut self, obs: &[f32], action: &[f32], rows: usize) -> usize {
+        let (o, a) = (obs.len() / rows, action.len() / rows);
+        self.critic_in.resize(rows * (o + a), 0.0);
+        for (r, row) in self.critic_in.chunks_exact_mut(o + a).enumerate() {
+            row[..o].copy_from_slice(&obs[r * o..][..o]);
+            row[o..].copy_from_slice(&action[r * a..][..a]);
+        }
+        rows
+    }
+
+    /// The critic half's loss `Σ_e mean(w·(Q_e(s, a) − y)²)` (`w` = 1 when `weights` is
+    /// empty), the per-row TD errors `mean_e |Q_e(s, a) − y|` and the critics' parameter
+    /// gradients (made on `device`) for the soft targets `y`, after
+    /// [`HostActor::critic_forward_at`] with the same `critic`: what
+    /// [`super::update::CriticJob`]'s burn path computes.
+    pub(super) fn critic_grads(
+        &mut self,
+        critic: &CriticEnsemble,
+        y: &[f32],
+        weights: &[f32],
+        device: &Device,
+    ) -> (f64, Vec<f32>, GradientsParams) {
+        let batch = y.len();
+        let flat = Flat::critic(critic);
+        let loss = with_host_values(&flat.params, |v| {
+            critic_step(self, &flat.net(v), y, weights)
+        });
+        let members = flat.members;
+        let td = (0..batch)
+            .map(|r| {
+                let sum: f32 = (0..members)
+                    .map(|e| (self.q[e * batch + r] - y[r]).abs())
+                    .sum();
+                sum / members as f32
+            })
+            .collect();
+        let mut grads = GradientsParams::new();
+        for (l, (w, b)) in critic.weights.iter().zip(&critic.biases).enumerate() {
+            let (i, o) = flat.sizes[l];
+            let gw = std::mem::take(&mut self.weight_grads[l]);
+            let gw = TensorData::new(gw, [members, i, o]);
+            grads.register(w.id, Tensor::<3>::from_data(gw, device));
+            let gb = TensorData::new(std::mem::take(&mut self.bias_grads[l]), [members, 1, o]);
+            grads.register(b.id, Tensor::<3>::from_data(gb, device));
+        }
+        (loss, td, grads)
+    }
+
+    /// [`HostActor::critic_grads`] from the critics' input (in `critic_in`) to the
+    /// gradients (in `weight_grads`, `bias_grads`); returns the loss.
+    #[inline(always)]
+    fn critic_step(&mut self, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
+        let batch = y.len();
+        let members = c.members;
+        let hidden = c.sizes.len() - 1;
+        let layers = hidden + 1;
+        self.weight_grads.resize_with(layers, Vec::new);
+        self.bias_grads.resize_with(layers, Vec::new);
+        for l in 0..layers {
+            let (i, o) = c.sizes[l];
+            self.weight_grads[l].resize(members * i * o, 0.0);
+            self.bias_grads[l].clear();
+            self.bias_grads[l].resize(members * o, 0.0);
+        }
+        let mut loss = 0.0f64;
+        self.d_out.resize(batch, 0.0);
+        for e in 0..members {
+            // d loss / d q_e = 2 w (q_e − y) / batch.
+            let q = &self.q[e * batch..][..batch];
+            let mut sum = 0.0f64;
+            for (r, d) in self.d_out.iter_mut().enumerate() {
+                let diff = q[r] - y[r];
+                let w = weights.get(r).copied().unwrap_or(1.0);
+                sum += (diff * diff * w) as f64;
+                *d = 2.0 * w * diff / batch as f32;
+            }
+            loss += sum / batch as f64;
+            // The output layer, then the hidden layers down to the first.
+            let (width, _) = c.sizes[hidden];
+            let last = &self.critic_hidden[e * hidden + hidden - 1];
+            host_product(
+                HostMatrix::row_major(last, batch, width).t(),
+                HostMatrix::row_major(&self.d_out, batch, 1),
+                &mut self.weight_grads[hidden][e * width..][..width],
+            );
+            self.bias_grads[hidden][e] = self.d_out.iter().sum();
+            let w_out = &c.weights[hidden][e * width..][..width];
+            self.grad_a.resize(batch * width, 0.0);
+            for (r, g) in self.grad_a.chunks_exact_mut(width).enumerate() {
+                let (h, d) = (&last[r * width..][..width], self.d_out[r]);
+                for ((g, &h), &w) in g.iter_mut().zip(h).zip(w_out) {
+                    *g = if h > 0.0 { d * w } else { 0.0 };
+                }
+            }
+            for l in (0..hidden).rev() {
+                let (i, o) = c.sizes[l];
+                let gb = &mut self.bias_grads[l][e * o..][..o];
+                for row in self.grad_a.chunks_exact(o) {
+                    gb.iter_mut().zip(row).for_each(|(b, &g)| *b += g);
+                }
+                let x = if l == 0 {
+                    &self.critic_in
+                } else {
+                    &self.critic_hidden[e * hidden + l - 1]
+                };
+                host_product(
+                    HostMatrix::row_major(x, batch, i).t(),
+                    HostMatrix::row_major(&self.grad_a, batch, o),
+                    &mut self.weight_grads[l][e * i * o..][..i * o],
+                );
+                if l > 0 {
+                    self.grad_b.resize(batch * i, 0.0);
+                    host_product(
+                        HostMatrix::row_major(&self.grad_a, batch, o),
+                        HostMatrix::row_major(&c.weights[l][e * i * o..][..i * o], i, o).t(),
+                        &mut self.grad_b,
+                    );
+                    relu_backward_in_place(
+                        &mut self.grad_b,
+                        &self.critic_hidden[e * hidden + l - 1],
+                    );
+                    std::mem::swap(&mut self.grad_a, &mut self.grad_b);
+                }
+            }
+        }
+        loss
     }
 
     /// The actor half's losses and gradients for observations `obs` `[batch, obs]` and
@@ -653,11 +830,12 @@ fn softplus_slope(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::update::{ActorJob, HostInputs, Inputs, next_values};
+    use super::super::update::{ActorJob, CriticJob, HostInputs, Inputs, NextValues, next_values};
     use super::*;
     use burn::module::Module;
     use ember_core::EmberRng;
     use ember_nn::{CriticEnsembleConfig, GaussianTanhPolicyConfig};
+    use std::sync::{Arc, Mutex};
 
     fn matrix(v: &[f32], rows: usize, cols: usize, device: &Device) -> Tensor<2> {
         Tensor::from_data(TensorData::new(v.to_vec(), [rows, cols]), device)
@@ -706,6 +884,7 @@ mod tests {
                 noise_next: noise.clone(),
                 obs,
                 noise_pi: noise,
+                ..HostInputs::default()
             }),
         };
         let mut host = HostActor::default();
@@ -742,17 +921,6 @@ mod tests {
             }
             _ => panic!("one path learns the temperature, the other not"),
         }
-        let close = |name: &str, h: Vec<f32>, b: Vec<f32>| {
-            assert_eq!(h.len(), b.len(), "{name}");
-            let top = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            assert!(top > 0.0, "{name}: an all-zero gradient checks nothing");
-            for (i, (h, b)) in h.iter().zip(&b).enumerate() {
-                assert!(
-                    (h - b).abs() <= 2e-4 * top + 1e-7,
-                    "{name}[{i}]: {h} vs {b} (largest {top})"
-                );
-            }
-        };
         for (l, layer) in actor.net.layers.iter().enumerate() {
             let id = layer.weight.id;
             let (h, b) = (
@@ -813,10 +981,9 @@ mod tests {
         let burn = next_values(&actor, &target, &x, 0, batch);
         let (burn_q, burn_l) = (values(burn.0), values(burn.1));
         x.host = Some(HostInputs {
-            obs: Vec::new(),
-            noise_pi: Vec::new(),
             next_obs,
             noise_next: noise,
+            ..HostInputs::default()
         });
         for (from, to) in [(0, batch), (0, 24), (24, batch), (7, 8)] {
             let (q, l) = next_values(&actor, &target, &x, from, to);
@@ -834,6 +1001,125 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The critic half's host path against its burn path: loss, TD errors, gradients.
+    fn compare_critic(weighted: bool, seed: u64) {
+        let plain = Device::flex();
+        let learn = plain.clone().autodiff();
+        let (batch, obs_dim, act) = (72, 3, 2);
+        let actor = GaussianTanhPolicyConfig::new(obs_dim, act)
+            .with_hidden(vec![32, 24])
+            .init(&plain)
+            .unwrap();
+        let critic = CriticEnsembleConfig::new(2, obs_dim + act, vec![48, 40])
+            .init(&learn)
+            .unwrap();
+        let target = CriticEnsembleConfig::new(2, obs_dim + act, vec![48, 40])
+            .init(&plain)
+            .unwrap();
+        let mut rng = EmberRng::seed_from(seed);
+        let mut draw = |n: usize, lo: f32, hi: f32| -> Vec<f32> {
+            (0..n)
+                .map(|_| lo + rng.next_f64() as f32 * (hi - lo))
+                .collect()
+        };
+        let h = HostInputs {
+            obs: draw(batch * obs_dim, -3.0, 3.0),
+            action: draw(batch * act, -1.0, 1.0),
+            reward: draw(batch, -2.0, 1.0),
+            terminated: (0..batch).map(|r| (r % 7 == 0) as u8 as f32).collect(),
+            discount: if weighted {
+                draw(batch, 0.9, 0.99)
+            } else {
+                Vec::new()
+            },
+            weights: if weighted {
+                draw(batch, 0.2, 1.5)
+            } else {
+                Vec::new()
+            },
+            noise_pi: Vec::new(),
+            next_obs: draw(batch * obs_dim, -3.0, 3.0),
+            noise_next: draw(batch * act, -2.0, 2.0),
+        };
+        let column = |v: &[f32], device: &Device| matrix(v, batch, 1, device);
+        let mut x = Inputs {
+            obs: matrix(&h.obs, batch, obs_dim, &learn),
+            action: matrix(&h.action, batch, act, &learn),
+            next_obs: matrix(&h.next_obs, batch, obs_dim, &plain),
+            reward: column(&h.reward, &plain),
+            terminated: column(&h.terminated, &plain),
+            discount: weighted.then(|| column(&h.discount, &plain)),
+            weights: weighted.then(|| column(&h.weights, &learn)),
+            noise_next: matrix(&h.noise_next, batch, act, &plain),
+            noise_pi: matrix(&h.noise_next, batch, act, &learn),
+            host: None,
+        };
+        let job = |x: &Inputs| CriticJob {
+            critic: critic.clone(),
+            target: target.clone(),
+            optim: Arc::new(Mutex::new(
+                crate::optimizer::OptimizerKind::Adam.build(0.0, &learn),
+            )),
+            next: NextValues {
+                actor: actor.clone(),
+                handed: None,
+            },
+            x: x.clone(),
+            lr: 1e-3,
+            alpha: 0.2,
+            gamma: 0.97,
+            tau: 0.005,
+            step: 3,
+        };
+        let (b_loss, mut b_grads, b_td) = job(&x).grads();
+        x.host = Some(h);
+        let _ = job(&x).grads();
+        let (h_loss, mut h_grads, h_td) = job(&x).grads();
+        let (h_loss, b_loss) = (h_loss.unwrap(), b_loss.unwrap());
+        assert!(
+            (h_loss - b_loss).abs() <= 1e-5 * (1.0 + b_loss.abs()),
+            "{h_loss} vs {b_loss}"
+        );
+        close("td errors", h_td, b_td);
+        for (l, (w, b)) in critic.weights.iter().zip(&critic.biases).enumerate() {
+            for (name, id) in [("weight", w.id), ("bias", b.id)] {
+                let (h, b) = (
+                    h_grads.remove::<3>(id).unwrap(),
+                    b_grads.remove::<3>(id).unwrap(),
+                );
+                assert_eq!(h.dims(), b.dims());
+                close(&format!("critic layer {l} {name}"), values(h), values(b));
+            }
+        }
+        assert!(
+            h_grads.is_empty() && b_grads.is_empty(),
+            "gradients of other parameters"
+        );
+    }
+
+    /// Equal to within float rounding, relative to the largest value.
+    fn close(name: &str, h: Vec<f32>, b: Vec<f32>) {
+        assert_eq!(h.len(), b.len(), "{name}");
+        let top = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        assert!(top > 0.0, "{name}: all zero checks nothing");
+        for (i, (h, b)) in h.iter().zip(&b).enumerate() {
+            assert!(
+                (h - b).abs() <= 2e-4 * top + 1e-7,
+                "{name}[{i}]: {h} vs {b} (largest {top})"
+            );
+        }
+    }
+
+    #[test]
+    fn critic_half_matches_the_burn_path() {
+        compare_critic(false, 11);
+    }
+
+    #[test]
+    fn critic_half_matches_the_burn_path_with_weights_and_discounts() {
+        compare_critic(true, 12);
     }
 
     #[test]

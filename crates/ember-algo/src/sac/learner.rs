@@ -187,6 +187,15 @@ impl Sac {
             noise_pi: matrix(noise_pi, rows, cols, &self.learn),
             host: self.host_actor.as_ref().map(|_| HostInputs {
                 obs: batch.obs.clone(),
+                action: batch.action.clone(),
+                reward: batch.reward.clone(),
+                terminated: batch.terminated.clone(),
+                discount: batch.discount.clone(),
+                weights: if batch.unweighted() {
+                    Vec::new()
+                } else {
+                    batch.weights.clone()
+                },
                 noise_pi: noise_pi.to_vec(),
                 next_obs: batch.next_obs.clone(),
                 noise_next: noise_next.to_vec(),

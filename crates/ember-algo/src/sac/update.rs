@@ -39,17 +39,41 @@ pub(super) struct Inputs {
 }
 
 /// [`Inputs`] the host paths read ([`HostActor`]), row-major.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct HostInputs {
     pub obs: Vec<f32>,
+    pub action: Vec<f32>,
+    pub reward: Vec<f32>,
+    pub terminated: Vec<f32>,
+    /// Per-row bootstrap discounts, or empty for the config's γ.
+    pub discount: Vec<f32>,
+    /// Importance weights, or empty when all are 1.
+    pub weights: Vec<f32>,
     pub noise_pi: Vec<f32>,
     pub next_obs: Vec<f32>,
     pub noise_next: Vec<f32>,
 }
 
+impl HostInputs {
+    /// The soft TD targets `r + γ (1 − d) (min Q̄(s', a') − α log π(a'|s'))` (γ per row
+    /// with n-step discounts), in the order of the burn path's operations.
+    fn targets(&self, next_q: &[f32], next_log_prob: &[f32], alpha: f64, gamma: f64) -> Vec<f32> {
+        (0..self.reward.len())
+            .map(|r| {
+                let soft = next_q[r] - next_log_prob[r] * alpha as f32;
+                let bootstrap = (-self.terminated[r] + 1.0) * soft;
+                let discount = self.discount.get(r).copied().unwrap_or(gamma as f32);
+                self.reward[r] + bootstrap * discount
+            })
+            .collect()
+    }
+}
+
 thread_local! {
     /// The buffers of the next values' host path, one set per thread that computes them.
     static NEXT_VALUES: RefCell<HostActor> = RefCell::default();
+    /// The buffers of the critic half's host path, one set per thread that runs it.
+    static CRITIC_HALF: RefCell<HostActor> = RefCell::default();
 }
 
 /// Where the critic half gets the soft target's next values: the target critics' minimum
@@ -202,6 +226,12 @@ impl CriticJob {
     /// loss, its gradients and the TD errors.
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
+        let device = x.next_obs.device();
+        if let Some(h) = &x.host
+            && HostActor::applies_to_critic(&self.critic, &device)
+        {
+            return CRITIC_HALF.with_borrow_mut(|host| self.host_grads(host, h, &device));
+        }
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
         let (next_q, next_log_prob) = match self.next.values(&self.target, x, self.step) {
             Ok(next) => next,
@@ -223,6 +253,30 @@ impl CriticJob {
         let value = checked_loss("critic loss", &loss, self.step);
         let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
         (value, grads, td_errors)
+    }
+
+    /// [`CriticJob::grads`] on host buffers: the critics' forward pass, the next values
+    /// (the handed rows may arrive meanwhile), the targets, then the loss, the TD errors
+    /// and the gradients.
+    fn host_grads(
+        &self,
+        host: &mut HostActor,
+        h: &HostInputs,
+        device: &Device,
+    ) -> (Result<f64>, GradientsParams, Vec<f32>) {
+        let x = &self.x;
+        host.critic_forward_at(&self.critic, &h.obs, &h.action, h.reward.len());
+        let (next_q, next_log_prob) = match self.next.values(&self.target, x, self.step) {
+            Ok(next) => next,
+            Err(e) => return (Err(e), GradientsParams::new(), Vec::new()),
+        };
+        let (next_q, next_log_prob) = (
+            crate::tensors::host(next_q),
+            crate::tensors::host(next_log_prob),
+        );
+        let y = h.targets(&next_q, &next_log_prob, self.alpha, self.gamma);
+        let (loss, td, grads) = host.critic_grads(&self.critic, &y, &h.weights, device);
+        (checked_value("critic loss", loss, self.step), grads, td)
     }
 
     /// Steps the critic and moves the targets when `ok` (both halves' losses finite).
