@@ -1,6 +1,6 @@
 //! [`host_product`]: a matrix product on plain host slices, for code that keeps its
 //! activations in its own buffers (a training step written outside autodiff): the same
-//! kernels as [`matmul`](crate::matmul) on flex — the thin kernels for a thin side, the
+//! kernels as [`matmul`](fn@crate::matmul) on flex — the thin kernels for a thin side, the
 //! GEMM library otherwise, in column blocks a thread waiting at a barrier may take
 //! ([`ember_core::helping`]) — writing into the caller's buffer.
 

@@ -2,7 +2,7 @@
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
 use super::balance::NextValuesBalance;
-use super::host_actor::HostActor;
+use super::host::HostUpdate;
 use super::update::{
     ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Half, HostInputs, Inputs, NextValues,
 };
@@ -67,8 +67,9 @@ pub struct Sac {
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
     acting_undo: Option<(GaussianTanhPolicy, u64)>,
-    /// The actor half's host path (flex), where it applies.
-    host_actor: Option<HostActor>,
+    /// The actor half's host buffers where the host paths apply (flex, the plain policy,
+    /// ReLU networks): then every update also carries its batch on the host for them.
+    host_update: Option<HostUpdate>,
     progress: Progress,
 }
 
@@ -113,7 +114,7 @@ impl Sac {
         let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
         let frozen = frozen_copy(&acting, &devices.act);
         let mut rng = EmberRng::seed_from(config.seed);
-        let host_actor = HostActor::applies(&actor, &critic, &plain).then(HostActor::default);
+        let host_update = HostUpdate::applies(&actor, &critic, &plain).then(HostUpdate::default);
         Ok(Sac {
             obs_dim,
             act_dim,
@@ -134,7 +135,7 @@ impl Sac {
             worker: None,
             balance: NextValuesBalance::default(),
             acting_undo: None,
-            host_actor,
+            host_update,
             progress: Progress::default(),
             learn,
             plain,
@@ -185,7 +186,7 @@ impl Sac {
             weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
             noise_next: matrix(noise_next, rows, cols, &self.plain),
             noise_pi: matrix(noise_pi, rows, cols, &self.learn),
-            host: self.host_actor.as_ref().map(|_| HostInputs {
+            host: self.host_update.as_ref().map(|_| HostInputs {
                 obs: batch.obs.clone(),
                 action: batch.action.clone(),
                 reward: batch.reward.clone(),
@@ -220,7 +221,7 @@ impl Sac {
             alpha: self.alpha,
             target_entropy: self.target_entropy,
             step,
-            host: self.host_actor.as_mut().map(|h| (h, &self.plain)),
+            host: self.host_update.as_mut().map(|h| (h, &self.plain)),
         };
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
         Ok(match self.config.update_schedule {

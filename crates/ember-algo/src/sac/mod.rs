@@ -2,8 +2,8 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update and the gate between them), `host_actor` (the actor
-//! half's losses and gradients on host buffers, for flex), `balance` (which thread
+//! (the two halves of one update and the gate between them), `host` (on flex, both halves'
+//! losses and gradients and the next values on host buffers, without autodiff), `balance` (which thread
 //! computes the soft target's next values), `learner` (the [`Sac`]
 //! learner: state, acting, checkpoints, the trait glue).
 //!
@@ -33,7 +33,7 @@
 
 mod balance;
 mod config;
-mod host_actor;
+mod host;
 mod learner;
 mod update;
 

@@ -3,7 +3,7 @@
 //! handles (clones) of the learner's networks and hands back stepped ones: nothing is taken
 //! out of the learner, so an error or a panic in either half leaves it as it was.
 
-use super::host_actor::HostActor;
+use super::host::HostUpdate;
 use crate::optimizer::step_in_place;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor, TensorData};
@@ -33,12 +33,12 @@ pub(super) struct Inputs {
     pub weights: Option<Tensor<2>>,
     pub noise_next: Tensor<2>,
     pub noise_pi: Tensor<2>,
-    /// The observations and `noise_pi` on the host, for the actor half's host path
-    /// (`None` where it does not apply).
+    /// The batch and the noise on the host, for the host paths ([`HostUpdate`]; `None`
+    /// where the learner does not take them).
     pub host: Option<HostInputs>,
 }
 
-/// [`Inputs`] the host paths read ([`HostActor`]), row-major.
+/// [`Inputs`] as the host paths read them ([`HostUpdate`]), row-major.
 #[derive(Clone, Default)]
 pub(super) struct HostInputs {
     pub obs: Vec<f32>,
@@ -71,9 +71,9 @@ impl HostInputs {
 
 thread_local! {
     /// The buffers of the next values' host path, one set per thread that computes them.
-    static NEXT_VALUES: RefCell<HostActor> = RefCell::default();
+    static NEXT_VALUES: RefCell<HostUpdate> = RefCell::default();
     /// The buffers of the critic half's host path, one set per thread that runs it.
-    static CRITIC_HALF: RefCell<HostActor> = RefCell::default();
+    static CRITIC_HALF: RefCell<HostUpdate> = RefCell::default();
 }
 
 /// Where the critic half gets the soft target's next values: the target critics' minimum
@@ -129,7 +129,7 @@ pub(super) fn next_values(
     let rows = x.next_obs.dims()[0];
     let device = x.next_obs.device();
     if let Some(h) = &x.host
-        && HostActor::applies(actor, target, &device)
+        && HostUpdate::applies(actor, target, &device)
     {
         let (o, a) = (h.next_obs.len() / rows, h.noise_next.len() / rows);
         let (obs, noise) = (
@@ -228,7 +228,7 @@ impl CriticJob {
         let x = &self.x;
         let device = x.next_obs.device();
         if let Some(h) = &x.host
-            && HostActor::applies_to_critic(&self.critic, &device)
+            && HostUpdate::applies_to_critic(&self.critic, &device)
         {
             return CRITIC_HALF.with_borrow_mut(|host| self.host_grads(host, h, &device));
         }
@@ -260,7 +260,7 @@ impl CriticJob {
     /// and the gradients.
     fn host_grads(
         &self,
-        host: &mut HostActor,
+        host: &mut HostUpdate,
         h: &HostInputs,
         device: &Device,
     ) -> (Result<f64>, GradientsParams, Vec<f32>) {
@@ -331,8 +331,8 @@ pub(super) struct ActorJob<'a> {
     pub target_entropy: f64,
     pub step: u64,
     /// The host path's buffers and the device its gradients go to, where it applies
-    /// ([`HostActor::applies`]; used when `x.host` is there too).
-    pub host: Option<(&'a mut HostActor, &'a Device)>,
+    /// ([`HostUpdate::applies`]; used when `x.host` is there too).
+    pub host: Option<(&'a mut HostUpdate, &'a Device)>,
 }
 
 /// What the actor half hands back: stepped clones (when the gate said yes) and losses.

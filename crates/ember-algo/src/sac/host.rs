@@ -1,5 +1,7 @@
-//! The actor half's losses and gradients written on host buffers, for learners on flex:
-//! the actor's forward pass, the tanh-Gaussian sample and its log-probability, the frozen
+//! The SAC update's losses and gradients written on host buffers, for learners on flex
+//! ([`HostUpdate`]): the burn paths of [`super::update`] without their autodiff graph.
+//!
+//! The actor half ([`HostUpdate::run`]): the actor's forward pass, the tanh-Gaussian sample and its log-probability, the frozen
 //! critics at the sampled actions, the minimum, and the backward pass through each row's
 //! smaller critic to the action, through the squashing and through the actor — the same
 //! mathematics as the burn path of [`super::update::ActorJob`], without its autodiff graph:
@@ -9,17 +11,19 @@
 //! on the burn path (a whole run's profile, docs/benchmarks.md); `sac_update_floor`
 //! measured ~15% for this way of computing it.
 //!
-//! The same buffers compute the soft target's next values without gradients
-//! ([`HostActor::next_values`]: the actor's sample at the next observations and the target
-//! critics' minimum there). The weights are read where they are, never copied
-//! ([`ember_backend::with_host_values`]).
+//! The soft target's next values, without gradients ([`HostUpdate::next_values`]: the
+//! actor's sample at the next observations and the target critics' minimum there). The
+//! critic half ([`HostUpdate::critic_forward_at`], then [`HostUpdate::critic_grads`] once
+//! the targets are known): the critics' loss, the TD errors and the critics' gradients.
+//! Each runs on buffers of its own thread (the halves run on two). The weights are read
+//! where they are, never copied ([`ember_backend::with_host_values`]).
 //!
 //! The gradients go to the same optimizers as the burn path's, as [`GradientsParams`]:
 //! checkpoints, resumption and the optimizer's state are unchanged. The results agree with
 //! the burn path to float rounding (the order of some sums differs; tested on random
 //! networks in this module). It applies to the plain policy with ReLU layers, no layer
-//! norms and biases everywhere ([`HostActor::applies`]); gSDE and the other forms keep the
-//! burn path.
+//! norms and biases everywhere ([`HostUpdate::applies`]); gSDE and the other forms keep the
+//! burn paths.
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
@@ -27,8 +31,8 @@ use ember_backend::kernels::{bias_relu_rows, relu_backward_in_place};
 use ember_backend::{HostMatrix, host_product, read_values, with_host_values};
 use ember_nn::{Activation, CriticEnsemble, GaussianTanhPolicy, Temperature};
 
-/// The gradients and loss values of one actor half ([`HostActor::run`]).
-pub(super) struct HostActorResult {
+/// The gradients and loss values of one actor half ([`HostUpdate::run`]).
+pub(super) struct ActorHalfResult {
     /// `mean(α log π(a|s) − min Q(s, a))`.
     pub actor_loss: f64,
     /// `−log α · mean(log π(a|s) + H̄)` when the temperature is learnt.
@@ -112,10 +116,10 @@ fn with_nets<R>(a: &Flat, b: &Flat, f: impl FnOnce(&Net<'_>, &Net<'_>) -> R) -> 
     })
 }
 
-/// The buffers of [`HostActor::run`], kept between updates so that an update allocates
-/// only the gradients it hands over.
+/// The buffers of the host paths (module docs), kept between updates so that an update
+/// allocates only the gradients it hands over; one set per path and thread.
 #[derive(Default)]
-pub(super) struct HostActor {
+pub(super) struct HostUpdate {
     /// The actor's hidden activations (after ReLU), per hidden layer `[batch, width]`.
     hidden: Vec<Vec<f32>>,
     /// The actor's output `[batch, 2·act]`: means, then raw log standard deviations.
@@ -140,15 +144,15 @@ pub(super) struct HostActor {
     grad_b: Vec<f32>,
     weight_grads: Vec<Vec<f32>>,
     bias_grads: Vec<Vec<f32>>,
-    /// The last [`HostActor::compute`]'s actor loss.
+    /// The last [`HostUpdate::compute`]'s actor loss.
     actor_loss: f64,
 }
 
 ember_backend::multiversion! {
-    /// [`HostActor::compute`] with its loops vectorised for the widest instructions the
+    /// [`HostUpdate::compute`] with its loops vectorised for the widest instructions the
     /// CPU has.
     fn compute(
-        host: &mut HostActor,
+        host: &mut HostUpdate,
         a: &Net<'_>,
         c: &Net<'_>,
         actor: &GaussianTanhPolicy,
@@ -161,9 +165,9 @@ ember_backend::multiversion! {
 }
 
 ember_backend::multiversion! {
-    /// [`HostActor::critic_step`], vectorised as [`compute`] is; the loss into `loss`.
+    /// [`HostUpdate::critic_step`], vectorised as [`compute`] is; the loss into `loss`.
     fn critic_step_into(
-        host: &mut HostActor,
+        host: &mut HostUpdate,
         c: &Net<'_>,
         y: &[f32],
         weights: &[f32],
@@ -174,23 +178,23 @@ ember_backend::multiversion! {
 }
 
 ember_backend::multiversion! {
-    /// [`HostActor::critic_forward`], vectorised as [`compute`] is.
-    fn critic_forward(host: &mut HostActor, c: &Net<'_>, batch: usize) {
+    /// [`HostUpdate::critic_forward`], vectorised as [`compute`] is.
+    fn critic_forward(host: &mut HostUpdate, c: &Net<'_>, batch: usize) {
         host.critic_forward(c, batch);
     }
 }
 
 /// [`critic_step_into`] returning the loss.
-fn critic_step(host: &mut HostActor, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
+fn critic_step(host: &mut HostUpdate, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
     let mut loss = 0.0;
     critic_step_into(host, c, y, weights, &mut loss);
     loss
 }
 
 ember_backend::multiversion! {
-    /// [`HostActor::next`], vectorised as [`compute`] is.
+    /// [`HostUpdate::next`], vectorised as [`compute`] is.
     fn next(
-        host: &mut HostActor,
+        host: &mut HostUpdate,
         a: &Net<'_>,
         c: &Net<'_>,
         actor: &GaussianTanhPolicy,
@@ -201,7 +205,7 @@ ember_backend::multiversion! {
     }
 }
 
-impl HostActor {
+impl HostUpdate {
     /// Whether this path computes `actor`'s half with `critic` on `device` (the learner's
     /// device without autodiff): flex, the plain policy (no gSDE), ReLU layers with biases
     /// and no layer norms in both networks, one output per critic.
@@ -219,7 +223,7 @@ impl HostActor {
             && net.layers.iter().all(|l| l.bias.is_some())
     }
 
-    /// Whether [`HostActor::critic_grads`] computes `critic`'s loss on `device` (the
+    /// Whether [`HostUpdate::critic_grads`] computes `critic`'s loss on `device` (the
     /// learner's device without autodiff): flex, ReLU layers, one output per critic.
     pub(super) fn applies_to_critic(critic: &CriticEnsemble, device: &Device) -> bool {
         device.clone().inner() == Device::flex()
@@ -232,8 +236,8 @@ impl HostActor {
     }
 
     /// The critics' forward pass at `rows` observations `obs` and actions `action`, its
-    /// activations kept for [`HostActor::critic_grads`]. Only call it where
-    /// [`HostActor::applies_to_critic`].
+    /// activations kept for [`HostUpdate::critic_grads`]. Only call it where
+    /// [`HostUpdate::applies_to_critic`].
     pub(super) fn critic_forward_at(
         &mut self,
         critic: &CriticEnsemble,
@@ -260,7 +264,7 @@ impl HostActor {
     /// The critic half's loss `Σ_e mean(w·(Q_e(s, a) − y)²)` (`w` = 1 when `weights` is
     /// empty), the per-row TD errors `mean_e |Q_e(s, a) − y|` and the critics' parameter
     /// gradients (made on `device`) for the soft targets `y`, after
-    /// [`HostActor::critic_forward_at`] with the same `critic`: what
+    /// [`HostUpdate::critic_forward_at`] with the same `critic`: what
     /// [`super::update::CriticJob`]'s burn path computes.
     pub(super) fn critic_grads(
         &mut self,
@@ -295,7 +299,7 @@ impl HostActor {
         (loss, td, grads)
     }
 
-    /// [`HostActor::critic_grads`] from the critics' input (in `critic_in`) to the
+    /// [`HostUpdate::critic_grads`] from the critics' input (in `critic_in`) to the
     /// gradients (in `weight_grads`, `bias_grads`); returns the loss.
     #[inline(always)]
     fn critic_step(&mut self, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
@@ -378,7 +382,7 @@ impl HostActor {
     /// The actor half's losses and gradients for observations `obs` `[batch, obs]` and
     /// standard-normal `noise` `[batch, act]`, with the temperature `alpha` (and its
     /// parameter, when learnt, towards `target_entropy`). Gradients are made on `device`.
-    /// Only call it where [`HostActor::applies`].
+    /// Only call it where [`HostUpdate::applies`].
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run(
         &mut self,
@@ -390,7 +394,7 @@ impl HostActor {
         alpha: f64,
         target_entropy: f64,
         device: &Device,
-    ) -> HostActorResult {
+    ) -> ActorHalfResult {
         let (a, c) = (Flat::actor(actor), Flat::critic(critic));
         with_nets(&a, &c, |a, c| {
             compute(self, a, c, actor, obs, noise, alpha as f32)
@@ -405,7 +409,7 @@ impl HostActor {
                 (Some(loss), Some(grads))
             }
         };
-        HostActorResult {
+        ActorHalfResult {
             actor_loss,
             alpha_loss,
             actor_grads,
@@ -440,7 +444,7 @@ impl HostActor {
     /// The soft target's next values for next observations `obs` `[rows, obs]` and
     /// standard-normal `noise` `[rows, act]`: `(min_e Q̄_e(s', a'), log π(a'|s'))`, one
     /// value each per row, with `a'` sampled by `actor` and `target` the target critics.
-    /// Only call it where [`HostActor::applies`].
+    /// Only call it where [`HostUpdate::applies`].
     pub(super) fn next_values(
         &mut self,
         actor: &GaussianTanhPolicy,
@@ -462,7 +466,7 @@ impl HostActor {
         (min_q, self.log_prob.clone())
     }
 
-    /// [`HostActor::next_values`] up to the critics' values.
+    /// [`HostUpdate::next_values`] up to the critics' values.
     #[inline(always)]
     fn next(
         &mut self,
@@ -860,7 +864,7 @@ mod tests {
             .unwrap()
             .no_grad();
         let temperature = Temperature::new(0.3, &learn).unwrap();
-        assert!(HostActor::applies(&actor, &critic, &plain));
+        assert!(HostUpdate::applies(&actor, &critic, &plain));
         let mut rng = EmberRng::seed_from(seed);
         let mut draw = |n: usize, scale: f32| -> Vec<f32> {
             (0..n)
@@ -887,8 +891,8 @@ mod tests {
                 ..HostInputs::default()
             }),
         };
-        let mut host = HostActor::default();
-        let job = |host: Option<(&mut HostActor, &Device)>| {
+        let mut host = HostUpdate::default();
+        let job = |host: Option<(&mut HostUpdate, &Device)>| {
             let mut job = ActorJob {
                 actor: &actor,
                 temperature: learn_alpha.then_some(&temperature),
@@ -1142,7 +1146,7 @@ mod tests {
             .init(&learn)
             .unwrap();
         let plain_policy = GaussianTanhPolicyConfig::new(3, 1).with_hidden(vec![8, 8]);
-        assert!(HostActor::applies(
+        assert!(HostUpdate::applies(
             &plain_policy.init(&learn).unwrap(),
             &critic,
             &plain
@@ -1152,10 +1156,10 @@ mod tests {
             .with_sde(Some(-3.0))
             .init(&learn)
             .unwrap();
-        assert!(!HostActor::applies(&sde, &critic, &plain));
+        assert!(!HostUpdate::applies(&sde, &critic, &plain));
         let mut tanh = plain_policy.clone();
         tanh.activation = Activation::Tanh;
-        assert!(!HostActor::applies(
+        assert!(!HostUpdate::applies(
             &tanh.init(&learn).unwrap(),
             &critic,
             &plain
@@ -1165,7 +1169,7 @@ mod tests {
             .parse::<ember_backend::DeviceSpec>()
             .and_then(|s| s.device())
         {
-            assert!(!HostActor::applies(&policy, &critic, &ndarray));
+            assert!(!HostUpdate::applies(&policy, &critic, &ndarray));
         }
     }
 }
