@@ -851,6 +851,8 @@ mod tests {
 
     /// The host path against the burn path of the same job, gradient by gradient.
     fn compare(log_std_bounds: (f32, f32), learn_alpha: bool, seed: u64) {
+        // Builds networks: not while another test seeds and builds its learners.
+        let _lock = super::super::building_networks();
         let plain = Device::flex();
         let learn = plain.clone().autodiff();
         let (batch, obs_dim, act) = (96, 5, 2);
@@ -952,6 +954,8 @@ mod tests {
 
     #[test]
     fn next_values_match_the_burn_path_for_any_rows() {
+        // Builds networks: not while another test seeds and builds its learners.
+        let _lock = super::super::building_networks();
         let plain = Device::flex();
         let (batch, obs_dim, act) = (80, 4, 3);
         let actor = GaussianTanhPolicyConfig::new(obs_dim, act)
@@ -1009,6 +1013,8 @@ mod tests {
 
     /// The critic half's host path against its burn path: loss, TD errors, gradients.
     fn compare_critic(weighted: bool, seed: u64) {
+        // Builds networks: not while another test seeds and builds its learners.
+        let _lock = super::super::building_networks();
         let plain = Device::flex();
         let learn = plain.clone().autodiff();
         let (batch, obs_dim, act) = (72, 3, 2);
@@ -1140,6 +1146,8 @@ mod tests {
 
     #[test]
     fn host_path_applies_only_where_it_computes_the_same() {
+        // Builds networks: not while another test seeds and builds its learners.
+        let _lock = super::super::building_networks();
         let plain = Device::flex();
         let learn = plain.clone().autodiff();
         let critic = CriticEnsembleConfig::new(2, 4, vec![8, 8])

@@ -541,11 +541,9 @@ mod tests {
     use super::*;
     use ember_core::BoxSpace;
 
-    /// A small learner; both of a test's learners are built under this lock (weight
-    /// initialisation draws from the backend's global generator).
+    /// A small learner, built under [`super::super::building_networks`].
     fn learner(schedule: UpdateSchedule) -> Sac {
-        static BUILD: Mutex<()> = Mutex::new(());
-        let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = super::super::building_networks();
         let config = SacConfig {
             hidden: vec![32, 32],
             update_schedule: schedule,

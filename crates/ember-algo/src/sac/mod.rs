@@ -37,5 +37,14 @@ mod host;
 mod learner;
 mod update;
 
+/// Held while a test builds networks: weight initialisation draws from the backend's global
+/// generator, which a learner seeds just before (tests that compare two learners built
+/// from one seed need no other test drawing in between).
+#[cfg(test)]
+fn building_networks() -> std::sync::MutexGuard<'static, ()> {
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BUILD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub use config::{SacConfig, UpdateSchedule};
 pub use learner::Sac;
