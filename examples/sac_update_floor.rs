@@ -29,6 +29,7 @@
 //! ([`ember::core::denormals::flush_denormals_here`]; `EMBER_IEEE_DENORMALS=1` keeps IEEE
 //! behaviour): on Intel CPUs a pass over denormal floats is many times slower.
 
+use ember::backend::kernels::dot;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -95,25 +96,6 @@ fn product(
             gemm::Parallelism::None,
         );
     }
-}
-
-/// `Σ x·y` in 16 lanes (vectorises), `x` and `y` of equal length.
-#[inline(always)]
-fn dot(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 16];
-    let (xc, yc) = (x.chunks_exact(16), y.chunks_exact(16));
-    let tail: f32 = xc
-        .remainder()
-        .iter()
-        .zip(yc.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    for (xs, ys) in xc.zip(yc) {
-        for l in 0..16 {
-            acc[l] += xs[l] * ys[l];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 /// `Σ x·y` over the lanes where `mask > 0` (a ReLU's backward pass folded into a dot).

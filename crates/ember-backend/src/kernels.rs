@@ -1,6 +1,7 @@
 //! Element-wise host kernels written to vectorise, each compiled for AVX-512, AVX2 and the
 //! baseline and picked at run time ([`multiversion!`](crate::multiversion)): `tanh` and
-//! its derivative, ReLU and its derivative, linear interpolation.
+//! its derivative, ReLU and its derivative, linear interpolation; and a dot product
+//! ([`dot`]) to inline into such functions.
 //!
 //! burn's CPU backends call the C library's scalar `tanhf` per element; a PPO CartPole run
 //! spent half of its CPU there (`perf record`). Here `tanh` is a rational function of `x²`
@@ -58,7 +59,8 @@ pub fn tanh_f32(x: f32) -> f32 {
 
 /// A function whose body is compiled three times (AVX-512F, AVX2, the build's baseline) and
 /// picked at run time by the CPU's features: loops over slices then run the widest
-/// vectors the machine has without a `target-cpu` build flag. Write the body without
+/// vectors the machine has without a `target-cpu` build flag. It may return a value
+/// (`fn f(…) -> T`); it takes no generics or lifetimes of its own. Write the body without
 /// fused multiply-adds (Rust never forms them on its own) and every path gives the same
 /// bits, only the lane count differs.
 ///
@@ -72,20 +74,31 @@ pub fn tanh_f32(x: f32) -> f32 {
 /// let mut v = [1.0f32, 2.0];
 /// double(&mut v);
 /// assert_eq!(v, [2.0, 4.0]);
+///
+/// ember_backend::multiversion! {
+///     /// `Σ x·y`, vectorised through [`ember_backend::kernels::dot`].
+///     pub fn inner(x: &[f32], y: &[f32]) -> f32 {
+///         ember_backend::kernels::dot(x, y)
+///     }
+/// }
+/// assert_eq!(inner(&[1.0, 2.0], &[3.0, 4.0]), 11.0);
 /// ```
 #[macro_export]
 macro_rules! multiversion {
-    ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+    (
+        $(#[$doc:meta])*
+        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
         $(#[$doc])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body($($arg: $ty),*) $body
+            fn body($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                unsafe fn avx512($($arg: $ty),*) { body($($arg),*) }
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
                 #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) { body($($arg),*) }
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512F (checked just above).
                     return unsafe { avx512($($arg),*) };
@@ -98,6 +111,33 @@ macro_rules! multiversion {
             body($($arg),*)
         }
     };
+}
+
+/// `Σ x·y` over equal-length slices in 16 independent lanes, then the lanes in order: a
+/// sum LLVM vectorises at the width of the caller's target features, so call it from a
+/// [`multiversion!`](crate::multiversion) body. The same bits on every path (the lanes
+/// do not depend on the vector width).
+///
+/// # Panics
+/// If the slices' lengths differ.
+#[inline(always)]
+pub fn dot(x: &[f32], y: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    assert_eq!(x.len(), y.len(), "dot of slices of different lengths");
+    let mut acc = [0.0f32; LANES];
+    let (xs, ys) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(ys.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (xc, yc) in xs.zip(ys) {
+        for l in 0..LANES {
+            acc[l] += xc[l] * yc[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 multiversion! {
@@ -304,6 +344,53 @@ mod tests {
         }
         let (a, b) = (a.to_bits() as i32, b.to_bits() as i32);
         a.abs_diff(b)
+    }
+
+    multiversion! {
+        /// [`dot`] at the CPU's widest vectors.
+        fn widest_dot(x: &[f32], y: &[f32]) -> f32 {
+            dot(x, y)
+        }
+    }
+
+    #[test]
+    fn dot_sums_every_term_in_its_lanes_on_every_path() {
+        let mut seed = 3u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1 << 24) as f32 - 0.5
+        };
+        for len in [0, 1, 15, 16, 17, 33, 256, 259] {
+            let x: Vec<f32> = (0..len).map(|_| next()).collect();
+            let y: Vec<f32> = (0..len).map(|_| next()).collect();
+            let exact: f64 = x.iter().zip(&y).map(|(&a, &b)| a as f64 * b as f64).sum();
+            let got = dot(&x, &y);
+            assert!(
+                (got as f64 - exact).abs() < 1e-5,
+                "len {len}: {got} vs {exact}"
+            );
+            // The lane order, written out: lane l sums terms l, l + 16, …, then the lanes,
+            // then the tail.
+            let full = len / 16 * 16;
+            let mut lanes = [0.0f32; 16];
+            for i in 0..full {
+                lanes[i % 16] += x[i] * y[i];
+            }
+            let tail: f32 = (full..len).map(|i| x[i] * y[i]).sum();
+            let expected = lanes.iter().sum::<f32>() + tail;
+            assert_eq!(got.to_bits(), expected.to_bits(), "len {len}");
+            assert_eq!(
+                widest_dot(&x, &y).to_bits(),
+                expected.to_bits(),
+                "len {len}"
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "different lengths")]
+    fn dot_refuses_slices_of_different_lengths() {
+        dot(&[1.0, 2.0], &[1.0]);
     }
 
     #[test]

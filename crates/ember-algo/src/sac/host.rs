@@ -27,7 +27,7 @@
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
-use ember_backend::kernels::{bias_relu_rows, relu_backward_in_place};
+use ember_backend::kernels::{bias_relu_rows, dot, relu_backward_in_place};
 use ember_backend::{HostMatrix, host_product, read_values, with_host_values};
 use ember_nn::{Activation, CriticEnsemble, GaussianTanhPolicy, Temperature};
 
@@ -165,15 +165,9 @@ ember_backend::multiversion! {
 }
 
 ember_backend::multiversion! {
-    /// [`HostUpdate::critic_step`], vectorised as [`compute`] is; the loss into `loss`.
-    fn critic_step_into(
-        host: &mut HostUpdate,
-        c: &Net<'_>,
-        y: &[f32],
-        weights: &[f32],
-        loss: &mut f64
-    ) {
-        *loss = host.critic_step(c, y, weights);
+    /// [`HostUpdate::critic_step`], vectorised as [`compute`] is.
+    fn critic_step(host: &mut HostUpdate, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
+        host.critic_step(c, y, weights)
     }
 }
 
@@ -182,13 +176,6 @@ ember_backend::multiversion! {
     fn critic_forward(host: &mut HostUpdate, c: &Net<'_>, batch: usize) {
         host.critic_forward(c, batch);
     }
-}
-
-/// [`critic_step_into`] returning the loss.
-fn critic_step(host: &mut HostUpdate, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
-    let mut loss = 0.0;
-    critic_step_into(host, c, y, weights, &mut loss);
-    loss
 }
 
 ember_backend::multiversion! {
@@ -245,20 +232,32 @@ impl HostUpdate {
         action: &[f32],
         rows: usize,
     ) {
-        let batch = self.critic_input(obs, action, rows);
+        let act = action.len() / rows;
+        self.critic_obs(obs, rows, act);
+        let o = obs.len() / rows;
+        for (row, a) in self
+            .critic_in
+            .chunks_exact_mut(o + act)
+            .zip(action.chunks_exact(act))
+        {
+            row[o..].copy_from_slice(a);
+        }
         let flat = Flat::critic(critic);
-        with_host_values(&flat.params, |v| critic_forward(self, &flat.net(v), batch));
+        with_host_values(&flat.params, |v| critic_forward(self, &flat.net(v), rows));
     }
 
-    /// The critics' input `[obs, action]` row by row; returns the rows.
-    fn critic_input(&mut self, obs: &[f32], action: &[f32], rows: usize) -> usize {
-        let (o, a) = (obs.len() / rows, action.len() / rows);
-        self.critic_in.resize(rows * (o + a), 0.0);
-        for (r, row) in self.critic_in.chunks_exact_mut(o + a).enumerate() {
-            row[..o].copy_from_slice(&obs[r * o..][..o]);
-            row[o..].copy_from_slice(&action[r * a..][..a]);
+    /// The critics' input `[obs, action]` `[rows, obs + act]` with the observations copied
+    /// in; the callers write the actions.
+    fn critic_obs(&mut self, obs: &[f32], rows: usize, act: usize) {
+        let o = obs.len() / rows;
+        self.critic_in.resize(rows * (o + act), 0.0);
+        for (row, x) in self
+            .critic_in
+            .chunks_exact_mut(o + act)
+            .zip(obs.chunks_exact(o))
+        {
+            row[..o].copy_from_slice(x);
         }
-        rows
     }
 
     /// The critic half's loss `Σ_e mean(w·(Q_e(s, a) − y)²)` (`w` = 1 when `weights` is
@@ -520,11 +519,10 @@ impl HostUpdate {
         let scale_log = actor.scale.iter().map(|&s| (s as f64).ln()).sum::<f64>() as f32;
         self.tanh_u.resize(batch * act, 0.0);
         self.log_prob.resize(batch, 0.0);
-        self.critic_in.resize(batch * width, 0.0);
+        self.critic_obs(obs, batch, act);
         for r in 0..batch {
             let out = &self.out[r * 2 * act..][..2 * act];
             let input = &mut self.critic_in[r * width..][..width];
-            input[..obs_dim].copy_from_slice(&obs[r * obs_dim..][..obs_dim]);
             let mut log_prob = 0.0f32;
             for c in 0..act {
                 let log_std = out[act + c].clamp(lo, hi);
@@ -768,26 +766,6 @@ impl HostUpdate {
         grads.register(t.log_alpha.id, Tensor::<1>::from_data(g, device));
         (-(log_alpha[0] as f64) * weight, grads)
     }
-}
-
-/// `Σ x·y` in 16 independent lanes (a sum the compiler vectorises), then the lanes.
-#[inline(always)]
-fn dot(x: &[f32], y: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let mut acc = [0.0f32; LANES];
-    let (xs, ys) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
-    let tail: f32 = xs
-        .remainder()
-        .iter()
-        .zip(ys.remainder())
-        .map(|(a, b)| a * b)
-        .sum();
-    for (xc, yc) in xs.zip(ys) {
-        for l in 0..LANES {
-            acc[l] += xc[l] * yc[l];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 /// `y = x · w` for `x` `[rows, i]` and `w` `[i, o]`, row-major.
