@@ -8,6 +8,11 @@
 //!   against golden traces recorded from Gymnasium (`tools/gen_env_traces.py`). Each
 //!   exposes its physical state through [`ClassicEnv`]. Reset states are drawn from the
 //!   same ranges as Gymnasium's, from Ember's own seeded generator.
+//! - **MuJoCo** (cargo feature `mujoco`; `scripts/setup-mujoco.sh` installs the library):
+//!   Gymnasium 1.4's v5 locomotion and control tasks (`HalfCheetah-v5`, `Hopper-v5`,
+//!   `Walker2d-v5`, `Ant-v5`, `Humanoid-v5`, `Swimmer-v5`, `InvertedPendulum-v5`,
+//!   `InvertedDoublePendulum-v5`, `Reacher-v5`) as [`MujocoEnv`]s on the MuJoCo library
+//!   itself, checked against traces recorded from Gymnasium (`tools/gen_mujoco_traces.py`).
 //! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
 //!   registered [`TimeLimit`]; [`register`] adds a user's environment under an id of its
 //!   own, and an [`EnvFactory`] (any closure returning a fresh `Box<dyn Env>`) is how
@@ -50,6 +55,8 @@
 
 mod checks;
 mod classic;
+#[cfg(feature = "mujoco")]
+mod mujoco;
 mod registry;
 #[cfg(feature = "tensor")]
 mod tensor;
@@ -59,6 +66,8 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
+#[cfg(feature = "mujoco")]
+pub use mujoco::{ASSETS_VAR, MujocoEnv, NumpyRng, default_xml_path};
 pub use registry::{EnvFactory, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};

@@ -41,14 +41,35 @@ fn builtin<E: ClassicEnv + 'static>() -> (&'static str, Arc<dyn EnvFactory>) {
     (E::ID, Arc::new(Builtin::<E>(std::marker::PhantomData)))
 }
 
-fn builtins() -> [(&'static str, Arc<dyn EnvFactory>); 5] {
-    [
+/// A built-in MuJoCo id: the task in [`TimeLimit`] with its registered episode length.
+#[cfg(feature = "mujoco")]
+struct MujocoBuiltin(&'static str);
+
+#[cfg(feature = "mujoco")]
+impl EnvFactory for MujocoBuiltin {
+    fn make(&self) -> Result<Box<dyn Env>> {
+        let env = crate::MujocoEnv::new(self.0)?;
+        let limit = env.max_episode_steps();
+        Ok(Box::new(TimeLimit::new(env, limit)?))
+    }
+}
+
+fn builtins() -> Vec<(&'static str, Arc<dyn EnvFactory>)> {
+    #[allow(unused_mut)]
+    let mut all = vec![
         builtin::<CartPole>(),
         builtin::<Pendulum>(),
         builtin::<MountainCar>(),
         builtin::<MountainCarContinuous>(),
         builtin::<Acrobot>(),
-    ]
+    ];
+    #[cfg(feature = "mujoco")]
+    all.extend(
+        crate::mujoco::IDS
+            .iter()
+            .map(|&id| (id, Arc::new(MujocoBuiltin(id)) as Arc<dyn EnvFactory>)),
+    );
+    all
 }
 
 /// The user's registrations, by id.
@@ -125,7 +146,8 @@ pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
 
 /// Builds the environment registered as `id` (e.g. `"Pendulum-v1"`). Built-in ids are
 /// wrapped in a [`TimeLimit`] with Gymnasium's `max_episode_steps` (CartPole-v1 500,
-/// Pendulum-v1 200, MountainCar-v0 200, MountainCarContinuous-v0 999, Acrobot-v1 500);
+/// Pendulum-v1 200, MountainCar-v0 200, MountainCarContinuous-v0 999, Acrobot-v1 500; with
+/// the `mujoco` feature the v5 MuJoCo tasks, 1,000, Reacher-v5 50);
 /// user ids come from their [`register`]ed factory.
 ///
 /// ```

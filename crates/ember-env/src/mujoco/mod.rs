@@ -1,0 +1,16 @@
+//! Native MuJoCo tasks (cargo feature `mujoco`): Gymnasium 1.4's v5 HalfCheetah, Hopper,
+//! Walker2d, Ant, Humanoid, Swimmer, InvertedPendulum, InvertedDoublePendulum and Reacher,
+//! on the MuJoCo 3.17.0 library of PyPI's `mujoco` wheel, loading the task XML files from
+//! the installed `gymnasium` package.
+
+mod env;
+mod numpy_random;
+mod numpy_sum;
+mod sim;
+mod task;
+mod tasks;
+
+pub use env::MujocoEnv;
+pub use numpy_random::NumpyRng;
+pub use sim::{ASSETS_VAR, default_xml_path};
+pub(crate) use tasks::IDS;

@@ -1,0 +1,42 @@
+//! The nine Gymnasium v5 tasks, one file each.
+
+mod ant;
+mod half_cheetah;
+mod hopper;
+mod humanoid;
+mod inverted_double_pendulum;
+mod inverted_pendulum;
+mod reacher;
+mod swimmer;
+mod walker2d;
+
+use super::task::Task;
+
+/// The registered ids, in the order `ember_env::ids()` lists them.
+pub(crate) const IDS: [&str; 9] = [
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Ant-v5",
+    "Humanoid-v5",
+    "Swimmer-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+    "Reacher-v5",
+];
+
+/// The task registered as `id`, or `None`.
+pub(crate) fn task(id: &str) -> Option<Box<dyn Task>> {
+    Some(match id {
+        "HalfCheetah-v5" => Box::new(half_cheetah::HalfCheetah),
+        "Hopper-v5" => Box::new(hopper::Hopper),
+        "Walker2d-v5" => Box::new(walker2d::Walker2d),
+        "Ant-v5" => Box::new(ant::Ant::default()),
+        "Humanoid-v5" => Box::new(humanoid::Humanoid::default()),
+        "Swimmer-v5" => Box::new(swimmer::Swimmer),
+        "InvertedPendulum-v5" => Box::new(inverted_pendulum::InvertedPendulum),
+        "InvertedDoublePendulum-v5" => Box::new(inverted_double_pendulum::InvertedDoublePendulum),
+        "Reacher-v5" => Box::new(reacher::Reacher::default()),
+        _ => return None,
+    })
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs MuJoCo for Ember's `mujoco` feature from PyPI's wheels (never a download at build
+# time): `mujoco==3.17.0` ships `libmujoco.so.3.17.0`, which `mujoco-rs = "=7.0.0"` links;
+# `gymnasium==1.4.0` ships the task XML files the native environments load, and is the
+# reference the trace generator (tools/gen_mujoco_traces.py) records from (its MuJoCo
+# environments import `imageio`, and `packaging`, which the venv gets too).
+#
+# Usage: scripts/setup-mujoco.sh [VENV_DIR]     (default: .venv-mujoco in the repo root)
+# Idempotent: skips the install when the venv already has both versions. Prints the
+# environment to export before `cargo build --features mujoco`; write it to a file and
+# source that, so that a failed install stops the caller:
+#   scripts/setup-mujoco.sh > /tmp/mujoco.env && . /tmp/mujoco.env
+#
+# What it exports:
+# - MUJOCO_DYNAMIC_LINK_DIR: a folder (`.mujoco-lib/` beside the venv) holding a
+#   `libmujoco.so` link to the wheel's library: mujoco-rs links against it, and ember-env's
+#   build script embeds it as an rpath, so binaries run without LD_LIBRARY_PATH.
+# - EMBER_GYMNASIUM_ASSETS: Gymnasium's `envs/mujoco/assets` folder, where the native tasks
+#   read their model XML files (each task's file can also be given per environment).
+# - EMBER_MUJOCO_PYTHON: the venv's python, for the trace generator and the bridge tests.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="${1:-$ROOT/.venv-mujoco}"
+MUJOCO="3.17.0"
+GYMNASIUM="1.4.0"
+
+have_both() {
+    [ -x "$VENV/bin/python" ] &&
+        "$VENV/bin/python" - <<EOF 2>/dev/null
+import sys, mujoco, gymnasium, gymnasium.envs.mujoco
+sys.exit(0 if (mujoco.__version__, gymnasium.__version__) == ("$MUJOCO", "$GYMNASIUM") else 1)
+EOF
+}
+
+if have_both; then
+    echo "# mujoco $MUJOCO and gymnasium $GYMNASIUM already in $VENV" >&2
+else
+    echo "# installing mujoco==$MUJOCO and gymnasium==$GYMNASIUM into $VENV (about 100 MB)" >&2
+    python3 -m venv "$VENV" >&2
+    if ! "$VENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+        "mujoco==$MUJOCO" "gymnasium==$GYMNASIUM" imageio packaging >&2 || ! have_both; then
+        rm -rf "$VENV"
+        echo "mujoco $MUJOCO / gymnasium $GYMNASIUM did not install into $VENV" >&2
+        exit 1
+    fi
+fi
+
+# The wheel's library, found by its version rather than by a guessed path.
+SO="$("$VENV/bin/python" - <<'EOF'
+import glob, os, mujoco
+hits = sorted(glob.glob(os.path.join(os.path.dirname(mujoco.__file__), "libmujoco.so.*")))
+print(hits[0] if hits else "")
+EOF
+)"
+if [ -z "$SO" ] || [ ! -f "$SO" ]; then
+    echo "the mujoco wheel in $VENV ships no libmujoco.so.*" >&2
+    exit 1
+fi
+LIBDIR="$(dirname "$VENV")/.mujoco-lib"
+mkdir -p "$LIBDIR"
+ln -sfn "$SO" "$LIBDIR/libmujoco.so"
+ln -sfn "$SO" "$LIBDIR/$(basename "$SO")"
+ASSETS="$("$VENV/bin/python" -c 'import os, gymnasium.envs.mujoco as m; print(os.path.join(os.path.dirname(m.__file__), "assets"))')"
+[ -f "$ASSETS/half_cheetah.xml" ] || { echo "no half_cheetah.xml in $ASSETS" >&2; exit 1; }
+
+echo "export MUJOCO_DYNAMIC_LINK_DIR=\"$LIBDIR\""
+echo "export EMBER_GYMNASIUM_ASSETS=\"$ASSETS\""
+echo "export EMBER_MUJOCO_PYTHON=\"$VENV/bin/python\""
