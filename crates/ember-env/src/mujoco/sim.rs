@@ -6,7 +6,7 @@
 use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Error, Result};
 use mujoco_rs::mujoco_c::{mj_forward, mj_resetData, mj_rnePostConstraint, mj_step, mjtState};
-use mujoco_rs::prelude::{MjData, MjModel};
+use mujoco_rs::prelude::{MjData, MjModel, log_config, set_log_config};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,11 @@ pub const ASSETS_VAR: &str = "EMBER_GYMNASIUM_ASSETS";
 /// # Errors
 /// [`Error::Unavailable`] when the variable is not set, naming it and the setup script.
 pub fn default_xml_path(file: &str) -> Result<PathBuf> {
-    match std::env::var_os(ASSETS_VAR) {
+    xml_path_in(std::env::var_os(ASSETS_VAR), file)
+}
+
+fn xml_path_in(assets: Option<std::ffi::OsString>, file: &str) -> Result<PathBuf> {
+    match assets {
         Some(dir) if !dir.is_empty() => Ok(Path::new(&dir).join(file)),
         _ => Err(Error::Unavailable {
             what: format!("MuJoCo task file {file}"),
@@ -38,6 +42,14 @@ static MODELS: Mutex<Option<HashMap<PathBuf, Arc<MjModel>>>> = Mutex::new(None);
 
 fn load_model(path: &Path) -> Result<Arc<MjModel>> {
     let mut cache = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.is_none() {
+        // MuJoCo appends its warnings (e.g. Gymnasium's humanoid.xml uses the deprecated
+        // `settotalmass`) to MUJOCO_LOG.TXT in the working directory: keep them on the console
+        // only, instead of leaving a file in every run folder.
+        // SAFETY: this runs once, before this process's first model load through Ember, while
+        // the lock is held; no Ember simulation exists yet to read the configuration.
+        unsafe { set_log_config(log_config().with_logto_file(false)) };
+    }
     let cache = cache.get_or_insert_with(HashMap::new);
     if let Some(m) = cache.get(path) {
         return Ok(m.clone());
@@ -207,5 +219,39 @@ impl Sim {
                 "a state of this model",
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_assets_folder_names_the_variable_and_the_script() {
+        for unset in [None, Some("".into())] {
+            let e = xml_path_in(unset, "hopper.xml").unwrap_err().to_string();
+            assert!(
+                e.contains(ASSETS_VAR) && e.contains("setup-mujoco.sh"),
+                "{e}"
+            );
+            assert!(e.contains("hopper.xml"), "{e}");
+        }
+        let p = xml_path_in(Some("/x/assets".into()), "ant.xml").unwrap();
+        assert_eq!(p, Path::new("/x/assets/ant.xml"));
+    }
+
+    #[test]
+    fn missing_and_broken_model_files_are_errors() {
+        let dir = std::env::temp_dir().join(format!("ember-sim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("nope.xml");
+        let e = Sim::load(&missing, 1).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(e.to_string().contains("nope.xml"), "{e}");
+        let broken = dir.join("broken.xml");
+        std::fs::write(&broken, "<mujoco><worldbody><body></mujoco>").unwrap();
+        let e = Sim::load(&broken, 1).unwrap_err();
+        assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
