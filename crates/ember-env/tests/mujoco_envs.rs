@@ -11,7 +11,7 @@ use ember_env::{MujocoEnv, SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv};
 /// Deterministic actions in [-1.2, 1.2] (some outside the control range).
 fn action(t: usize, i: usize, dim: usize) -> Vec<f32> {
     (0..dim)
-        .map(|j| (((t * 31 + i * 17 + j * 7) % 25) as f32 / 10.0 - 1.2))
+        .map(|j| ((t * 31 + i * 17 + j * 7) % 25) as f32 / 10.0 - 1.2)
         .collect()
 }
 
