@@ -5,6 +5,12 @@ hyper-parameters, to compare with Ember's `train_speed` example in the same wind
                    GAE 0.8, learning rate lin_1e-3, clip range lin_0.2, MlpPolicy 64x64 tanh
   sac Pendulum-v1: 1 env, learning rate 1e-3, otherwise SAC's defaults (buffer 1M,
                    learning_starts 100, batch 256, train_freq 1, MlpPolicy 256x256)
+  sac HalfCheetah-v5: zoo's mujoco-defaults: SAC's defaults, learning_starts 10000
+  td3 HalfCheetah-v5: zoo's mujoco-defaults: learning_starts 10000, normal action noise 0.1,
+                   lr 1e-3, batch 256, net_arch [400, 300], train_freq 1, gradient_steps 1
+
+`--warmup N` first runs `learn(N)` untimed (e.g. the 10,000 random steps of the MuJoCo
+presets), then times `learn(STEPS)` continuing from there.
 
 No evaluation, no logging: the timed part is `model.learn(STEPS)` alone.
 
@@ -36,7 +42,21 @@ def build(algo, env_id, seed):
     if algo == "sac" and env_id == "Pendulum-v1":
         env = make_vec_env(env_id, n_envs=1, seed=seed)
         return SAC("MlpPolicy", env, learning_rate=1e-3, seed=seed, device="cpu", verbose=0)
-    raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1)")
+    if env_id == "HalfCheetah-v5" and algo in ("sac", "td3"):
+        env = make_vec_env(env_id, n_envs=1, seed=seed)
+        if algo == "sac":
+            return SAC("MlpPolicy", env, learning_starts=10000, seed=seed, device="cpu", verbose=0)
+        import numpy as np
+        from stable_baselines3 import TD3
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        n = env.action_space.shape[0]
+        noise = NormalActionNoise(mean=np.zeros(n), sigma=0.1 * np.ones(n))
+        return TD3("MlpPolicy", env, learning_starts=10000, action_noise=noise, learning_rate=1e-3,
+                   batch_size=256, train_freq=1, gradient_steps=1,
+                   policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu", verbose=0)
+    raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1, "
+                     "sac/td3 HalfCheetah-v5)")
 
 
 def main():
@@ -46,14 +66,18 @@ def main():
     parser.add_argument("steps", type=int)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model = build(args.algo, args.env, args.seed)
+    if args.warmup:
+        model.learn(total_timesteps=args.warmup)
+    before, updates_before = model.num_timesteps, getattr(model, "_n_updates", 0)
     start = time.perf_counter()
-    model.learn(total_timesteps=args.steps)
+    model.learn(total_timesteps=args.steps, reset_num_timesteps=not args.warmup)
     wall = time.perf_counter() - start
-    steps = model.num_timesteps
-    updates = getattr(model, "_n_updates", 0)
+    steps = model.num_timesteps - before
+    updates = getattr(model, "_n_updates", 0) - updates_before
     print(f"algo={args.algo} env={args.env} threads={args.threads} env_steps={steps} "
           f"updates={updates} wall_s={wall:.2f} env_steps_per_s={steps / wall:.1f}")
 

@@ -13,6 +13,7 @@ use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient, PpoSettings};
 use ember_core::{Error, Result, Space};
+use ember_env::NormalizeConfig;
 use ember_nn::Activation;
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +134,8 @@ impl Validate for PpoConfig {
 impl PpoConfig {
     /// rl-baselines3-zoo's hyper-parameters for `env_id`, with the trainer settings and
     /// the number of sub-environments. Known: `CartPole-v1` (8 envs, 100k steps),
-    /// `Pendulum-v1` (4 envs, 100k steps, gSDE).
+    /// `Pendulum-v1` (4 envs, 100k steps, gSDE), `HalfCheetah-v5` (zoo's tuned v3/v4 preset,
+    /// normalised) and the other MuJoCo locomotion tasks (SB3's defaults, normalised).
     ///
     /// # Errors
     /// An env id without a preset.
@@ -176,10 +178,51 @@ impl PpoConfig {
                 },
                 4,
             )),
+            // zoo's tuned HalfCheetah (v3/v4): one env, observations and rewards normalised.
+            "HalfCheetah-v5" => Ok((
+                PpoConfig {
+                    hidden: vec![256, 256],
+                    activation: Activation::Relu,
+                    orthogonal_init: false,
+                    log_std_init: -2.0,
+                    learning_rate: 2.0633e-5,
+                    batch_size: 64,
+                    n_epochs: 20,
+                    gamma: 0.98,
+                    gae_lambda: 0.92,
+                    clip_range: 0.1,
+                    ent_coef: 0.000401762,
+                    vf_coef: 0.58096,
+                    max_grad_norm: 0.8,
+                    ..PpoConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 1_000_000,
+                    n_steps: 512,
+                    normalize: Some(NormalizeConfig {
+                        gamma: 0.98,
+                        ..NormalizeConfig::default()
+                    }),
+                    ..OnPolicyConfig::default()
+                },
+                1,
+            )),
+            // zoo's `mujoco-defaults` for PPO: SB3's defaults with `normalize: true`.
+            "Ant-v5" | "Hopper-v5" | "Walker2d-v5" | "Humanoid-v5" | "Swimmer-v5" => Ok((
+                PpoConfig::default(),
+                OnPolicyConfig {
+                    total_steps: 1_000_000,
+                    n_steps: 2048,
+                    normalize: Some(NormalizeConfig::default()),
+                    ..OnPolicyConfig::default()
+                },
+                1,
+            )),
             other => Err(Error::invalid(
                 "PPO zoo env id",
                 other,
-                "CartPole-v1 or Pendulum-v1",
+                "CartPole-v1, Pendulum-v1 or a MuJoCo locomotion task (HalfCheetah-v5, Ant-v5, \
+                 Hopper-v5, Walker2d-v5, Humanoid-v5, Swimmer-v5)",
             )),
         }
     }

@@ -98,7 +98,8 @@ impl Td3Config {
 
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too). Known:
     /// `Pendulum-v1` (20k steps; zoo trains after each episode with as many updates as
-    /// steps, the same count as one update per step), `MountainCarContinuous-v0`.
+    /// steps, the same count as one update per step), `MountainCarContinuous-v0`, and zoo's
+    /// MuJoCo preset for the locomotion tasks (`HalfCheetah-v5`, ... as SAC's).
     ///
     /// # Errors
     /// An env id without a preset.
@@ -129,10 +130,27 @@ impl Td3Config {
                     ..OffPolicyConfig::default()
                 },
             )),
+            // zoo's `mujoco-defaults`: normal noise 0.1, lr 1e-3, batch 256, 400×300 nets,
+            // 1M steps (Humanoid 2M) after 10,000 random steps.
+            "HalfCheetah-v5" | "Ant-v5" | "Hopper-v5" | "Walker2d-v5" | "Humanoid-v5"
+            | "Swimmer-v5" => Ok((
+                Td3Config {
+                    gamma: if env_id == "Swimmer-v5" { 0.9999 } else { 0.99 },
+                    ..Td3Config::default()
+                },
+                OffPolicyConfig {
+                    total_steps: if env_id == "Humanoid-v5" { 2_000_000 } else { 1_000_000 },
+                    learning_starts: 10_000,
+                    ..OffPolicyConfig::default()
+                },
+            )),
             other => Err(Error::invalid(
                 "TD3 zoo env id",
                 other,
-                "one of Pendulum-v1, MountainCarContinuous-v0",
+                format!(
+                    "one of Pendulum-v1, MountainCarContinuous-v0, {}",
+                    crate::sac::MUJOCO_ZOO.join(", ")
+                ),
             )),
         }
     }

@@ -35,6 +35,15 @@ fn small(algo: &str) -> Vec<&'static str> {
             "--set",
             "sac.hidden=[32, 32]",
         ],
+        // A MuJoCo task with early termination (autoresets inside the run).
+        "sac-hopper" => vec![
+            "train",
+            "sac",
+            "--env",
+            "Hopper-v5",
+            "--set",
+            "sac.hidden=[32, 32]",
+        ],
         _ => vec![
             "train",
             "dqn",
@@ -50,7 +59,7 @@ fn small(algo: &str) -> Vec<&'static str> {
     };
     args.extend([
         "--steps",
-        if algo == "sac" { "1200" } else { "4000" },
+        if algo.starts_with("sac") { "1200" } else { "4000" },
         "--set",
         "off_policy.batch_size=32",
         "--set",
@@ -412,7 +421,7 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
         );
     }
     let rows = learning_columns(&cwd.join("whole/metrics.csv"));
-    let want = if algo == "sac" { 12 } else { 40 };
+    let want = if algo.starts_with("sac") { 12 } else { 40 };
     assert_eq!(rows.len(), want, "{algo}: a row every 100 env steps");
     // The best weights (a safetensors file per network) hold the same values, and the
     // final checkpoints evaluate alike.
@@ -459,6 +468,14 @@ fn sac_stopped_with_ctrl_c_checkpoints_and_resumes_exactly() {
 #[test]
 fn dqn_killed_at_random_instants_resumes_exactly() {
     killed_and_resumed_equals_uninterrupted("dqn", 5, "KILL");
+}
+
+/// The same on a MuJoCo task: the environments' snapshots (MuJoCo's integration state,
+/// NumPy's generator, the time limit) make the resumed run exact.
+#[cfg(feature = "mujoco")]
+#[test]
+fn sac_on_hopper_killed_and_resumed_equals_uninterrupted() {
+    killed_and_resumed_equals_uninterrupted("sac-hopper", 7, "KILL");
 }
 
 /// A checkpoint that cannot be written whole (the file-size limit stands in for a full
@@ -650,15 +667,25 @@ fn normalized_run_evaluates_through_its_statistics(cwd: &Path, run: &str) {
 }
 
 /// `configs/` holds the presets as `ember zoo` prints them (and as `ember train` uses them
-/// without `--config`); each trains when given with `--config`.
+/// without `--config`); each trains when given with `--config`. The MuJoCo presets
+/// (`configs/mujoco/`) train in a binary built with the `mujoco` feature; without it,
+/// training one must fail naming the feature.
 #[test]
 fn committed_presets_are_the_zoo_presets() {
     let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let cwd = temp("presets");
     let mut seen = 0;
-    for entry in std::fs::read_dir(&configs).unwrap() {
-        let path = entry.unwrap().path();
+    let mut paths: Vec<_> = std::fs::read_dir(&configs)
+        .unwrap()
+        .chain(std::fs::read_dir(configs.join("mujoco")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    let mut mujoco_seen = 0;
+    for path in paths {
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let mujoco = path.parent().unwrap().ends_with("mujoco");
         let (algo, env) = name.split_once('-').unwrap();
         let out = ember(&["zoo", algo, env], &cwd);
         assert!(out.status.success(), "{name}");
@@ -700,6 +727,14 @@ fn committed_presets_are_the_zoo_presets() {
             ],
             &cwd,
         );
+        if mujoco && !cfg!(feature = "mujoco") {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+            assert!(err.contains("`mujoco` feature"), "{name}: {err}");
+            mujoco_seen += 1;
+            continue;
+        }
+        mujoco_seen += usize::from(mujoco);
         assert!(
             out.status.success(),
             "{name}: {}",
@@ -711,6 +746,7 @@ fn committed_presets_are_the_zoo_presets() {
         seen += 1;
     }
     assert!(seen >= 6, "{seen} presets");
+    assert!(mujoco_seen >= 12, "{mujoco_seen} MuJoCo presets");
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 

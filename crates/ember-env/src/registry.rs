@@ -65,12 +65,26 @@ fn builtins() -> Vec<(&'static str, Arc<dyn EnvFactory>)> {
     ];
     #[cfg(feature = "mujoco")]
     all.extend(
-        crate::mujoco::IDS
+        MUJOCO_IDS
             .iter()
             .map(|&id| (id, Arc::new(MujocoBuiltin(id)) as Arc<dyn EnvFactory>)),
     );
     all
 }
+
+/// Gymnasium's MuJoCo v5 ids, built in with the `mujoco` feature (and named in the error
+/// of a build without it).
+pub(crate) const MUJOCO_IDS: [&str; 9] = [
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Ant-v5",
+    "Humanoid-v5",
+    "Swimmer-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+    "Reacher-v5",
+];
 
 /// The user's registrations, by id.
 static REGISTERED: RwLock<BTreeMap<String, Arc<dyn EnvFactory>>> = RwLock::new(BTreeMap::new());
@@ -127,7 +141,8 @@ pub fn ids() -> Vec<String> {
 /// once.
 ///
 /// # Errors
-/// An unknown id, with the list of known ones.
+/// An unknown id, with the list of known ones; a MuJoCo id in a build without the `mujoco`
+/// feature ([`Error::Unavailable`], saying how to get it).
 pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
     if let Some((_, f)) = builtins().into_iter().find(|(b, _)| *b == id) {
         return Ok(f);
@@ -137,6 +152,12 @@ pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
         return Ok(f.clone());
     }
     drop(map);
+    if cfg!(not(feature = "mujoco")) && MUJOCO_IDS.contains(&id) {
+        return Err(Error::Unavailable {
+            what: format!("the MuJoCo task {id}"),
+            hint: "build with the `mujoco` feature (run scripts/setup-mujoco.sh first)".into(),
+        });
+    }
     Err(Error::invalid(
         "environment id",
         id,
@@ -234,6 +255,16 @@ mod tests {
             e.contains("test/ShortPendulum,") || e.ends_with("test/ShortPendulum"),
             "{e}"
         );
+    }
+
+    #[cfg(not(feature = "mujoco"))]
+    #[test]
+    fn a_mujoco_id_without_the_feature_says_how_to_get_it() {
+        let e = make("Hopper-v5").err().unwrap();
+        assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("Hopper-v5") && e.contains("`mujoco` feature"), "{e}");
+        assert!(e.contains("setup-mujoco.sh"), "{e}");
     }
 
     #[test]

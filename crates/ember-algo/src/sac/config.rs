@@ -101,7 +101,9 @@ impl SacConfig {
     }
 
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
-    /// Known: `Pendulum-v1`, `MountainCarContinuous-v0` (with gSDE, as zoo).
+    /// Known: `Pendulum-v1`, `MountainCarContinuous-v0` (with gSDE, as zoo), and zoo's MuJoCo
+    /// preset for `HalfCheetah-v5`, `Ant-v5`, `Hopper-v5`, `Walker2d-v5`, `Humanoid-v5` (2M
+    /// steps) and `Swimmer-v5` (γ = 0.9999).
     pub fn zoo(env_id: &str) -> Result<(SacConfig, OffPolicyConfig)> {
         match env_id {
             "Pendulum-v1" => Ok((
@@ -139,11 +141,35 @@ impl SacConfig {
                     ..OffPolicyConfig::default()
                 },
             )),
+            // zoo's `mujoco-defaults` (tuned on the v3 tasks, used here for v5): SB3's
+            // defaults, 1M steps, 10,000 random steps first.
+            "HalfCheetah-v5" | "Ant-v5" | "Hopper-v5" | "Walker2d-v5" | "Humanoid-v5"
+            | "Swimmer-v5" => Ok((
+                SacConfig {
+                    gamma: if env_id == "Swimmer-v5" { 0.9999 } else { 0.99 },
+                    ..SacConfig::default()
+                },
+                OffPolicyConfig {
+                    total_steps: if env_id == "Humanoid-v5" { 2_000_000 } else { 1_000_000 },
+                    learning_starts: 10_000,
+                    ..OffPolicyConfig::default()
+                },
+            )),
             other => Err(Error::invalid(
                 "SAC zoo env id",
                 other,
-                "one of Pendulum-v1, MountainCarContinuous-v0",
+                format!("one of Pendulum-v1, MountainCarContinuous-v0, {}", MUJOCO_ZOO.join(", ")),
             )),
         }
     }
 }
+
+/// The MuJoCo tasks with zoo presets for SAC and TD3 (`mujoco-defaults`).
+pub(crate) const MUJOCO_ZOO: [&str; 6] = [
+    "HalfCheetah-v5",
+    "Ant-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Humanoid-v5",
+    "Swimmer-v5",
+];

@@ -14,7 +14,15 @@ use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampl
 use std::time::{Duration, Instant};
 
 /// What `ember bench` measures.
-pub const TARGETS: [&str; 6] = ["replay", "inference", "sac-update", "envs", "train", "grpc"];
+pub const TARGETS: [&str; 7] = [
+    "replay",
+    "inference",
+    "sac-update",
+    "envs",
+    "mujoco-envs",
+    "train",
+    "grpc",
+];
 
 /// One measured figure.
 pub struct Figure {
@@ -51,6 +59,7 @@ pub fn bench(target: &str, secs: f64) -> Result<Vec<Figure>> {
         "inference" => inference(secs),
         "sac-update" => sac_update(secs),
         "envs" => envs(secs),
+        "mujoco-envs" => mujoco_envs(secs),
         "train" => train(),
         "grpc" => super::bench_grpc::grpc(secs),
         other => bail!("unknown bench `{other}`: known are {}", TARGETS.join(", ")),
@@ -248,6 +257,63 @@ fn envs(secs: f64) -> Result<Vec<Figure>> {
         value: 64.0 / t,
         unit: "steps/s",
     });
+    Ok(out)
+}
+
+/// HalfCheetah-v5 stepped with uniform random actions drawn beforehand: one environment
+/// alone, then the threaded vector env at 1, 2 and 16 environments (as 1×1, 2×1 and 2×8
+/// workers × envs) and the sequential one at 16. Compare with
+/// `benches/reference/mujoco_envs.py` (Gymnasium's `SyncVectorEnv`, EnvPool).
+fn mujoco_envs(secs: f64) -> Result<Vec<Figure>> {
+    const ID: &str = "HalfCheetah-v5";
+    let mut env = ember_env::make(ID)?;
+    let dim = match env.action_space() {
+        Space::Box(b) => b.dim(),
+        Space::Discrete(_) => bail!("{ID} has a discrete action space"),
+    };
+    let mut rng = EmberRng::seed_from(7);
+    let table: Vec<f32> = (0..1024 * 16 * dim)
+        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
+        .collect();
+    let mut out = Vec::new();
+    env.reset(Some(0))?;
+    let mut obs = vec![0.0; env.observation_space().flat_dim()];
+    let mut k = 0;
+    let t = time(secs, || {
+        let a = &table[(k % 1024) * dim..][..dim];
+        k += 1;
+        let info = env.step_into(Action::Continuous(a), &mut obs)?;
+        if info.terminated || info.truncated {
+            env.reset_into(None, &mut obs)?;
+        }
+        Ok(())
+    })?;
+    out.push(Figure {
+        name: format!("mujoco/{ID}_single"),
+        value: 1.0 / t,
+        unit: "steps/s",
+    });
+    let mut vector = |name: String, envs: &mut dyn VecEnv, n: usize| -> Result<()> {
+        envs.reset(Some(0))?;
+        let mut k = 0;
+        let t = time(secs, || {
+            let a = &table[(k % 1024) * 16 * dim..][..n * dim];
+            k += 1;
+            Ok(envs.step(VecActions::Continuous(a)).map(|_| ())?)
+        })?;
+        out.push(Figure {
+            name,
+            value: n as f64 / t,
+            unit: "steps/s",
+        });
+        Ok(())
+    };
+    for (w, n) in [(1, 1), (2, 1), (2, 8)] {
+        let mut envs = ThreadedVecEnv::from_id(ID, w, n)?;
+        vector(format!("mujoco/{ID}_threaded{w}x{n}"), &mut envs, w * n)?;
+    }
+    let mut sync = SyncVecEnv::from_id(ID, 16)?;
+    vector(format!("mujoco/{ID}_sync16"), &mut sync, 16)?;
     Ok(out)
 }
 

@@ -61,7 +61,8 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct BenchCmd {
-    /// What to measure: replay, inference, sac-update, envs, train or grpc.
+    /// What to measure: replay, inference, sac-update, envs, mujoco-envs (a build with the
+    /// `mujoco` feature), train or grpc.
     target: String,
     /// Seconds spent on each figure.
     #[arg(long, default_value_t = 2.0)]
@@ -452,6 +453,9 @@ fn resolve_config(
             ember_env::ids().join(", ")
         )
     })?;
+    if let Err(e @ ember_core::Error::Unavailable { .. }) = ember_env::factory(env) {
+        bail!("{e}");
+    }
     if ember_env::factory(env).is_err() {
         bail!(
             "unknown environment `{env}`: known are {}",

@@ -13,4 +13,3 @@ mod tasks;
 pub use env::MujocoEnv;
 pub use numpy_random::NumpyRng;
 pub use sim::{ASSETS_VAR, default_xml_path};
-pub(crate) use tasks::IDS;

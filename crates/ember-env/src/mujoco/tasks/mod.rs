@@ -12,18 +12,8 @@ mod walker2d;
 
 use super::task::Task;
 
-/// The registered ids, in the order `ember_env::ids()` lists them.
-pub(crate) const IDS: [&str; 9] = [
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Walker2d-v5",
-    "Ant-v5",
-    "Humanoid-v5",
-    "Swimmer-v5",
-    "InvertedPendulum-v5",
-    "InvertedDoublePendulum-v5",
-    "Reacher-v5",
-];
+/// The MuJoCo ids, in the order `ember_env::ids()` lists them.
+pub(crate) use crate::registry::MUJOCO_IDS as IDS;
 
 /// The task registered as `id`, or `None`.
 pub(crate) fn task(id: &str) -> Option<Box<dyn Task>> {
