@@ -139,7 +139,11 @@ impl Td3Config {
                     ..Td3Config::default()
                 },
                 OffPolicyConfig {
-                    total_steps: if env_id == "Humanoid-v5" { 2_000_000 } else { 1_000_000 },
+                    total_steps: if env_id == "Humanoid-v5" {
+                        2_000_000
+                    } else {
+                        1_000_000
+                    },
                     learning_starts: 10_000,
                     ..OffPolicyConfig::default()
                 },

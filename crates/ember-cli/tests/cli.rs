@@ -59,7 +59,11 @@ fn small(algo: &str) -> Vec<&'static str> {
     };
     args.extend([
         "--steps",
-        if algo.starts_with("sac") { "1200" } else { "4000" },
+        if algo.starts_with("sac") {
+            "1200"
+        } else {
+            "4000"
+        },
         "--set",
         "off_policy.batch_size=32",
         "--set",

@@ -6,13 +6,17 @@
 //!   [`MountainCarContinuous`], [`Acrobot`]) with Gymnasium's constants, order of
 //!   operations, `f32`/`f64` precision, reset ranges, rewards and termination, checked
 //!   against golden traces recorded from Gymnasium (`tools/gen_env_traces.py`). Each
-//!   exposes its physical state through [`ClassicEnv`]. Reset states are drawn from the
-//!   same ranges as Gymnasium's, from Ember's own seeded generator.
+//!   exposes its physical state through [`ClassicEnv`]. Seeded resets draw from NumPy's
+//!   generator as Gymnasium seeds it ([`NumpyRng`]), so `reset(Some(s))` starts where
+//!   Gymnasium's `reset(seed=s)` does.
 //! - **MuJoCo** (cargo feature `mujoco`; `scripts/setup-mujoco.sh` installs the library):
 //!   Gymnasium 1.4's v5 locomotion and control tasks (`HalfCheetah-v5`, `Hopper-v5`,
 //!   `Walker2d-v5`, `Ant-v5`, `Humanoid-v5`, `Swimmer-v5`, `InvertedPendulum-v5`,
 //!   `InvertedDoublePendulum-v5`, `Reacher-v5`) as [`MujocoEnv`]s on the MuJoCo library
 //!   itself, checked against traces recorded from Gymnasium (`tools/gen_mujoco_traces.py`).
+//! - **A Gymnasium bridge** (cargo feature `gym`): `make("gym:LunarLander-v3")` steps any
+//!   installed Gymnasium environment with Box or Discrete spaces in a Python worker process
+//!   of its own ([`GymEnv`]), so that vector environments step in parallel.
 //! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
 //!   registered [`TimeLimit`]; [`register`] adds a user's environment under an id of its
 //!   own, and an [`EnvFactory`] (any closure returning a fresh `Box<dyn Env>`) is how
@@ -55,8 +59,11 @@
 
 mod checks;
 mod classic;
+#[cfg(feature = "gym")]
+mod gym_bridge;
 #[cfg(feature = "mujoco")]
 mod mujoco;
+mod numpy_random;
 mod registry;
 #[cfg(feature = "tensor")]
 mod tensor;
@@ -66,8 +73,11 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
+#[cfg(feature = "gym")]
+pub use gym_bridge::{GymEnv, PYTHON_VAR};
 #[cfg(feature = "mujoco")]
-pub use mujoco::{ASSETS_VAR, MujocoEnv, NumpyRng, default_xml_path};
+pub use mujoco::{ASSETS_VAR, MujocoEnv, default_xml_path};
+pub use numpy_random::NumpyRng;
 pub use registry::{EnvFactory, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};

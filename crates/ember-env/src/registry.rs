@@ -86,6 +86,33 @@ pub(crate) const MUJOCO_IDS: [&str; 9] = [
     "Reacher-v5",
 ];
 
+/// The prefix of the Gymnasium bridge's ids (`gym:LunarLander-v3`).
+pub(crate) const GYM_PREFIX: &str = "gym:";
+
+/// A factory of `GymEnv`s for `gym_id` (with the `gym` feature).
+#[cfg(feature = "gym")]
+fn gym_factory(gym_id: &str) -> Result<Arc<dyn EnvFactory>> {
+    if gym_id.trim().is_empty() {
+        return Err(Error::invalid(
+            "environment id",
+            "gym:",
+            "gym:ID with a Gymnasium id",
+        ));
+    }
+    let id = gym_id.to_string();
+    Ok(Arc::new(move || -> Result<Box<dyn Env>> {
+        Ok(Box::new(crate::GymEnv::new(&id)?))
+    }))
+}
+
+#[cfg(not(feature = "gym"))]
+fn gym_factory(gym_id: &str) -> Result<Arc<dyn EnvFactory>> {
+    Err(Error::Unavailable {
+        what: format!("the Gymnasium environment gym:{gym_id}"),
+        hint: "build with the `gym` feature (Python with gymnasium at run time)".into(),
+    })
+}
+
 /// The user's registrations, by id.
 static REGISTERED: RwLock<BTreeMap<String, Arc<dyn EnvFactory>>> = RwLock::new(BTreeMap::new());
 
@@ -106,13 +133,20 @@ static REGISTERED: RwLock<BTreeMap<String, Arc<dyn EnvFactory>>> = RwLock::new(B
 /// ```
 ///
 /// # Errors
-/// An empty id, or an id already taken (built in or registered before).
+/// An empty id, an id already taken (built in or registered before), or a `gym:` id.
 pub fn register(id: &str, factory: impl EnvFactory + 'static) -> Result<()> {
     if id.trim().is_empty() {
         return Err(Error::invalid(
             "environment id",
             format!("{id:?}"),
             "a non-empty id",
+        ));
+    }
+    if id.starts_with(GYM_PREFIX) {
+        return Err(Error::invalid(
+            "environment id",
+            id,
+            "an id without the `gym:` prefix (the Gymnasium bridge's)",
         ));
     }
     let mut map = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
@@ -140,10 +174,17 @@ pub fn ids() -> Vec<String> {
 /// The factory registered as `id`; ask for it before a long run so that a typo fails at
 /// once.
 ///
+/// `gym:ID` ids (feature `gym`) make a [`crate::GymEnv`] each (a Python worker process);
+/// their environment is checked when the factory first makes one.
+///
 /// # Errors
 /// An unknown id, with the list of known ones; a MuJoCo id in a build without the `mujoco`
-/// feature ([`Error::Unavailable`], saying how to get it).
+/// feature, or a `gym:` id without the `gym` feature ([`Error::Unavailable`], saying how to
+/// get it).
 pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
+    if let Some(gym_id) = id.strip_prefix(GYM_PREFIX) {
+        return gym_factory(gym_id);
+    }
     if let Some((_, f)) = builtins().into_iter().find(|(b, _)| *b == id) {
         return Ok(f);
     }
@@ -263,8 +304,27 @@ mod tests {
         let e = make("Hopper-v5").err().unwrap();
         assert!(matches!(e, Error::Unavailable { .. }), "{e}");
         let e = e.to_string();
-        assert!(e.contains("Hopper-v5") && e.contains("`mujoco` feature"), "{e}");
+        assert!(
+            e.contains("Hopper-v5") && e.contains("`mujoco` feature"),
+            "{e}"
+        );
         assert!(e.contains("setup-mujoco.sh"), "{e}");
+    }
+
+    #[test]
+    fn gym_ids_cannot_be_registered() {
+        let short =
+            || -> Result<Box<dyn Env>> { Ok(Box::new(TimeLimit::new(Pendulum::default(), 7)?)) };
+        let e = register("gym:Mine-v0", short).unwrap_err().to_string();
+        assert!(e.contains("gym:"), "{e}");
+    }
+
+    #[cfg(not(feature = "gym"))]
+    #[test]
+    fn a_gym_id_without_the_feature_says_how_to_get_it() {
+        let e = make("gym:CartPole-v1").err().unwrap();
+        assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+        assert!(e.to_string().contains("`gym` feature"), "{e}");
     }
 
     #[test]

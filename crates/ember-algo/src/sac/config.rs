@@ -150,7 +150,11 @@ impl SacConfig {
                     ..SacConfig::default()
                 },
                 OffPolicyConfig {
-                    total_steps: if env_id == "Humanoid-v5" { 2_000_000 } else { 1_000_000 },
+                    total_steps: if env_id == "Humanoid-v5" {
+                        2_000_000
+                    } else {
+                        1_000_000
+                    },
                     learning_starts: 10_000,
                     ..OffPolicyConfig::default()
                 },
@@ -158,7 +162,10 @@ impl SacConfig {
             other => Err(Error::invalid(
                 "SAC zoo env id",
                 other,
-                format!("one of Pendulum-v1, MountainCarContinuous-v0, {}", MUJOCO_ZOO.join(", ")),
+                format!(
+                    "one of Pendulum-v1, MountainCarContinuous-v0, {}",
+                    MUJOCO_ZOO.join(", ")
+                ),
             )),
         }
     }

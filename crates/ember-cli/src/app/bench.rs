@@ -14,12 +14,13 @@ use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampl
 use std::time::{Duration, Instant};
 
 /// What `ember bench` measures.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "replay",
     "inference",
     "sac-update",
     "envs",
     "mujoco-envs",
+    "gym-bridge",
     "train",
     "grpc",
 ];
@@ -60,6 +61,7 @@ pub fn bench(target: &str, secs: f64) -> Result<Vec<Figure>> {
         "sac-update" => sac_update(secs),
         "envs" => envs(secs),
         "mujoco-envs" => mujoco_envs(secs),
+        "gym-bridge" => gym_bridge(secs),
         "train" => train(),
         "grpc" => super::bench_grpc::grpc(secs),
         other => bail!("unknown bench `{other}`: known are {}", TARGETS.join(", ")),
@@ -314,6 +316,62 @@ fn mujoco_envs(secs: f64) -> Result<Vec<Figure>> {
     }
     let mut sync = SyncVecEnv::from_id(ID, 16)?;
     vector(format!("mujoco/{ID}_sync16"), &mut sync, 16)?;
+    Ok(out)
+}
+
+/// One environment stepped with pre-drawn random actions (uniform in a Box, uniform
+/// indices for Discrete), resetting at episode ends: steps per second.
+fn lone_env_rate(env: &mut dyn Env, secs: f64) -> Result<f64> {
+    let space = env.action_space().clone();
+    let mut rng = EmberRng::seed_from(7);
+    let dim = space.flat_dim();
+    let table: Vec<f32> = (0..1024 * dim)
+        .map(|_| rng.next_f64() as f32 * 2.0 - 1.0)
+        .collect();
+    let picks: Vec<usize> = match &space {
+        Space::Discrete(d) => (0..1024)
+            .map(|_| rng.below(d.n() as u64) as usize)
+            .collect(),
+        Space::Box(_) => vec![],
+    };
+    env.reset(Some(0))?;
+    let mut obs = vec![0.0; env.observation_space().flat_dim()];
+    let mut k = 0;
+    let t = time(secs, || {
+        let a = match &space {
+            Space::Discrete(_) => Action::Discrete(picks[k % 1024]),
+            Space::Box(_) => Action::Continuous(&table[(k % 1024) * dim..][..dim]),
+        };
+        k += 1;
+        let info = env.step_into(a, &mut obs)?;
+        if info.terminated || info.truncated {
+            env.reset_into(None, &mut obs)?;
+        }
+        Ok(())
+    })?;
+    Ok(1.0 / t)
+}
+
+/// The Gymnasium bridge's cost per step: `gym:ID` (a Python worker per environment) next to
+/// the native environment, for CartPole-v1 and (with MuJoCo) HalfCheetah-v5. Compare with
+/// Gymnasium alone: `benches/reference/gym_single.py ID`.
+fn gym_bridge(secs: f64) -> Result<Vec<Figure>> {
+    let mut out = Vec::new();
+    let ids: &[&str] = if cfg!(feature = "mujoco") {
+        &["CartPole-v1", "HalfCheetah-v5"]
+    } else {
+        &["CartPole-v1"]
+    };
+    for id in ids {
+        for name in [format!("gym:{id}"), id.to_string()] {
+            let mut env = ember_env::make(&name)?;
+            out.push(Figure {
+                name: format!("gym_bridge/{name}_single"),
+                value: lone_env_rate(env.as_mut(), secs)?,
+                unit: "steps/s",
+            });
+        }
+    }
     Ok(out)
 }
 

@@ -62,7 +62,7 @@ enum Command {
 #[derive(Args, Debug)]
 struct BenchCmd {
     /// What to measure: replay, inference, sac-update, envs, mujoco-envs (a build with the
-    /// `mujoco` feature), train or grpc.
+    /// `mujoco` feature), gym-bridge (the `gym` feature), train or grpc.
     target: String,
     /// Seconds spent on each figure.
     #[arg(long, default_value_t = 2.0)]

@@ -1,23 +1,24 @@
 //! The seeded generator each classic-control environment draws its reset states from.
 
+use crate::NumpyRng;
+use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
-use ember_core::{EmberRng, Result};
 
 /// Seed of an environment's generator until `reset_into` is given a seed (Gymnasium seeds
 /// from OS entropy instead; Ember keeps every run reproducible).
 pub const DEFAULT_SEED: u64 = 0;
 
-/// An environment's own generator (Gymnasium's `np_random`): reseeded when `reset_into` is
-/// given a seed, left running otherwise.
+/// An environment's own generator: Gymnasium's `np_random` (NumPy's PCG64 seeded through
+/// SeedSequence), reseeded when `reset_into` is given a seed, left running otherwise.
 #[derive(Clone, Debug)]
 pub(crate) struct EnvRng {
-    rng: EmberRng,
+    rng: NumpyRng,
 }
 
 impl Default for EnvRng {
     fn default() -> Self {
         EnvRng {
-            rng: EmberRng::seed_from(DEFAULT_SEED),
+            rng: NumpyRng::seed_from(DEFAULT_SEED),
         }
     }
 }
@@ -26,14 +27,13 @@ impl EnvRng {
     /// Reseeds from `seed` if one is given.
     pub(crate) fn reseed(&mut self, seed: Option<u64>) {
         if let Some(seed) = seed {
-            self.rng = EmberRng::seed_from(seed);
+            self.rng = NumpyRng::seed_from(seed);
         }
     }
 
-    /// A uniform draw from `[low, high)`, computed as NumPy's `uniform` does:
-    /// `low + (high - low) * u`.
+    /// A uniform draw from `[low, high)`, as NumPy's `uniform`: `low + (high - low) * u`.
     pub(crate) fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        low + (high - low) * self.rng.next_f64()
+        self.rng.uniform(low, high)
     }
 }
 
@@ -42,7 +42,7 @@ impl EnvRng {
 pub(crate) fn save_classic(out: &mut StateWriter, state: Option<&[f64]>, rng: &EnvRng) {
     out.bool(state.is_some());
     out.f64s(state.unwrap_or_default());
-    out.rng(&rng.rng);
+    rng.rng.save(out);
 }
 
 /// Reads what [`save_classic`] wrote for an `N`-variable state.
@@ -51,7 +51,9 @@ pub(crate) fn load_classic<const N: usize>(
 ) -> Result<(Option<[f64; N]>, EnvRng)> {
     let some = src.bool()?;
     let values = src.f64s(Some(if some { N } else { 0 }))?;
-    let rng = EnvRng { rng: src.rng()? };
+    let rng = EnvRng {
+        rng: NumpyRng::load(src)?,
+    };
     Ok((some.then(|| std::array::from_fn(|i| values[i])), rng))
 }
 

@@ -1,10 +1,10 @@
 //! [`MujocoEnv`]: a Gymnasium v5 MuJoCo task as an Ember [`Env`].
 
-use super::numpy_random::NumpyRng;
 use super::sim::{Sim, default_xml_path};
 use super::task::Task;
 use super::tasks;
 use crate::checks;
+use crate::numpy_random::NumpyRng;
 use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Action, BoxSpace, Env, Error, Result, Space, StepInfo};
 use std::path::Path;

@@ -4,12 +4,10 @@
 //! the installed `gymnasium` package.
 
 mod env;
-mod numpy_random;
 mod numpy_sum;
 mod sim;
 mod task;
 mod tasks;
 
 pub use env::MujocoEnv;
-pub use numpy_random::NumpyRng;
 pub use sim::{ASSETS_VAR, default_xml_path};

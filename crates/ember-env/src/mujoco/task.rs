@@ -2,9 +2,9 @@
 //! observation, reward and termination) and the arithmetic the tasks share, written the way
 //! NumPy evaluates Gymnasium's expressions.
 
-use super::numpy_random::NumpyRng;
 use super::numpy_sum::pairwise_sum;
 use super::sim::Sim;
+use crate::numpy_random::NumpyRng;
 use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
 

@@ -1,11 +1,11 @@
 //! `Ant-v5`: walk a four-legged robot forward (Gymnasium 1.4's `ant_v5.py` with its default
 //! arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{
     Outcome, Task, TaskSpec, action_cost, clip, put, reset_with_noise, sum_of_squares,
 };
+use crate::numpy_random::NumpyRng;
 use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
 

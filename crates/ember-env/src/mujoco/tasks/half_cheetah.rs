@@ -1,9 +1,9 @@
 //! `HalfCheetah-v5`: run forward as fast as possible (Gymnasium 1.4's `half_cheetah_v5.py`
 //! with its default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, action_cost, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "HalfCheetah-v5",

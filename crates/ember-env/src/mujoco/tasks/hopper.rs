@@ -1,9 +1,9 @@
 //! `Hopper-v5`: hop forward without falling (Gymnasium 1.4's `hopper_v5.py` with its
 //! default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, action_cost, clip, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "Hopper-v5",

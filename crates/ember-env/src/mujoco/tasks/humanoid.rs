@@ -1,10 +1,10 @@
 //! `Humanoid-v5`: walk a humanoid forward without falling (Gymnasium 1.4's `humanoid_v5.py`
 //! with its default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::numpy_sum::pairwise_sum;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, clip, put, reset_with_noise, sum_of_squares};
+use crate::numpy_random::NumpyRng;
 use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
 

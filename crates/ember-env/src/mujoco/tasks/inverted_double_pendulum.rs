@@ -1,9 +1,9 @@
 //! `InvertedDoublePendulum-v5`: balance two stacked poles on a cart (Gymnasium 1.4's
 //! `inverted_double_pendulum_v5.py` with its default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, clip, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "InvertedDoublePendulum-v5",

@@ -1,9 +1,9 @@
 //! `InvertedPendulum-v5`: balance a pole on a cart (Gymnasium 1.4's
 //! `inverted_pendulum_v5.py` with its default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "InvertedPendulum-v5",

@@ -1,9 +1,9 @@
 //! `Reacher-v5`: move a two-joint arm's fingertip to a random target (Gymnasium 1.4's
 //! `reacher_v5.py` with its default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, action_cost, put};
+use crate::numpy_random::NumpyRng;
 use ember_core::{Error, Result};
 use mujoco_rs::prelude::MjtObjBase;
 

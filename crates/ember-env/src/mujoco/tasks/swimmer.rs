@@ -1,9 +1,9 @@
 //! `Swimmer-v5`: swim forward in a viscous fluid (Gymnasium 1.4's `swimmer_v5.py` with its
 //! default arguments).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, action_cost, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "Swimmer-v5",

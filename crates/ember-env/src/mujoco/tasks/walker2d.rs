@@ -1,9 +1,9 @@
 //! `Walker2d-v5`: walk forward on two legs (Gymnasium 1.4's `walker2d_v5.py` with its
 //! default arguments, and its model `walker2d_v5.xml`).
 
-use crate::mujoco::numpy_random::NumpyRng;
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{Outcome, Task, TaskSpec, action_cost, clip, put, reset_with_noise};
+use crate::numpy_random::NumpyRng;
 
 const SPEC: TaskSpec = TaskSpec {
     id: "Walker2d-v5",

@@ -1,11 +1,12 @@
 //! NumPy's default generator as Gymnasium seeds it: `np.random.Generator(PCG64(
-//! SeedSequence(seed)))`, so that a MuJoCo task reset with seed `s` draws the same uniform
-//! reset noise as Gymnasium's `env.reset(seed=s)`.
+//! SeedSequence(seed)))`, so that an environment reset with seed `s` (classic control, the
+//! MuJoCo tasks) draws the same uniform reset noise as Gymnasium's `env.reset(seed=s)`.
 //!
 //! Written from the published algorithms: SeedSequence's entropy pool (4 words of 32 bits,
 //! its hash and mix functions), PCG64 (128-bit LCG, XSL-RR output) and
 //! `random() = (next_u64 >> 11) * 2^-53`. Checked bit for bit against NumPy in the trace
-//! tests (`tools/gen_mujoco_traces.py` records NumPy's draws).
+//! tests (`tools/gen_mujoco_traces.py` records NumPy's draws) and by the classic-control
+//! environments' seeded resets matching Gymnasium's.
 //!
 //! Normal draws are **not** NumPy's: NumPy's ziggurat tables cannot be recomputed here to
 //! the bit, so [`NumpyRng::standard_normal`] uses the Box–Muller transform on the same
