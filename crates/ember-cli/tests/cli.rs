@@ -482,6 +482,38 @@ fn sac_on_hopper_killed_and_resumed_equals_uninterrupted() {
     killed_and_resumed_equals_uninterrupted("sac-hopper", 7, "KILL");
 }
 
+/// A MuJoCo run evaluates; `--gif` says in one line, before evaluating, that it cannot draw
+/// it.
+#[cfg(feature = "mujoco")]
+#[test]
+fn a_mujoco_run_evaluates_and_gif_says_why_not() {
+    let cwd = temp("mujoco-eval");
+    let mut args = small("sac-hopper");
+    args.extend(["--out", "hop"]);
+    let out = ember(&args, &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ember(&["eval", "hop", "--episodes", "2"], &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ember(
+        &["eval", "hop", "--episodes", "1", "--gif", "hop.gif"],
+        &cwd,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--gif cannot render Hopper-v5"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!cwd.join("hop.gif").exists());
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
 /// A checkpoint that cannot be written whole (the file-size limit stands in for a full
 /// disk: writes fail mid-file with an error, as they do on ENOSPC) fails the run with exit
 /// code 1 and leaves the previous checkpoint, which then resumes.

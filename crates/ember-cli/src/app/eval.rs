@@ -33,6 +33,15 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         bail!("invalid --episodes: got 0, expected >= 1");
     }
     let config = load_config(&args.run)?;
+    if args.gif.is_some() && !crate::render::RENDER_ENVS.contains(&config.env.as_str()) {
+        // Say so before evaluating, in one line.
+        bail!(
+            "--gif cannot render {}: GIFs are drawn for {} only (MuJoCo and gym: \
+             environments need an offscreen renderer, not built into this binary yet)",
+            config.env,
+            crate::render::RENDER_ENVS.join(", ")
+        );
+    }
     let device = args.device.clone().unwrap_or_else(|| config.device.clone());
     let mut env = ember_env::make(&config.env)?;
     let mut learner = AnyLearner::build(
