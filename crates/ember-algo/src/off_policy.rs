@@ -577,3 +577,36 @@ fn n_step_gamma<L: OffPolicyLearner>(learner: &L, config: &OffPolicyConfig) -> R
         )),
     }
 }
+
+/// The MuJoCo tasks with zoo presets for SAC and TD3 (zoo's `mujoco-defaults`, tuned on the
+/// v3 tasks, used here for v5).
+pub(crate) const MUJOCO_ZOO: [&str; 6] = [
+    "HalfCheetah-v5",
+    "Ant-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Humanoid-v5",
+    "Swimmer-v5",
+];
+
+/// zoo's `mujoco-defaults` shared by SAC and TD3 for `env_id`: the discount (Swimmer
+/// 0.9999, else 0.99) and the trainer (1M steps, Humanoid 2M, after 10,000 random steps);
+/// `None` for other ids.
+pub(crate) fn zoo_mujoco(env_id: &str) -> Option<(f64, OffPolicyConfig)> {
+    MUJOCO_ZOO.contains(&env_id).then(|| {
+        let gamma = if env_id == "Swimmer-v5" { 0.9999 } else { 0.99 };
+        let total_steps = if env_id == "Humanoid-v5" {
+            2_000_000
+        } else {
+            1_000_000
+        };
+        (
+            gamma,
+            OffPolicyConfig {
+                total_steps,
+                learning_starts: 10_000,
+                ..OffPolicyConfig::default()
+            },
+        )
+    })
+}

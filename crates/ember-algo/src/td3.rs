@@ -8,7 +8,7 @@ use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
-use crate::off_policy::OffPolicyConfig;
+use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::replay::ReplayConfig;
 use crate::tensors::{column, host, matrix};
@@ -130,30 +130,24 @@ impl Td3Config {
                     ..OffPolicyConfig::default()
                 },
             )),
-            // zoo's `mujoco-defaults`: normal noise 0.1, lr 1e-3, batch 256, 400×300 nets,
-            // 1M steps (Humanoid 2M) after 10,000 random steps.
-            "HalfCheetah-v5" | "Ant-v5" | "Hopper-v5" | "Walker2d-v5" | "Humanoid-v5"
-            | "Swimmer-v5" => Ok((
-                Td3Config {
-                    gamma: if env_id == "Swimmer-v5" { 0.9999 } else { 0.99 },
-                    ..Td3Config::default()
-                },
-                OffPolicyConfig {
-                    total_steps: if env_id == "Humanoid-v5" {
-                        2_000_000
-                    } else {
-                        1_000_000
+            // zoo's `mujoco-defaults`: TD3's defaults (normal noise 0.1, lr 1e-3, batch 256,
+            // 400×300 nets).
+            other if zoo_mujoco(other).is_some() => {
+                let (gamma, trainer) = zoo_mujoco(other).expect("checked");
+                Ok((
+                    Td3Config {
+                        gamma,
+                        ..Td3Config::default()
                     },
-                    learning_starts: 10_000,
-                    ..OffPolicyConfig::default()
-                },
-            )),
+                    trainer,
+                ))
+            }
             other => Err(Error::invalid(
                 "TD3 zoo env id",
                 other,
                 format!(
                     "one of Pendulum-v1, MountainCarContinuous-v0, {}",
-                    crate::sac::MUJOCO_ZOO.join(", ")
+                    MUJOCO_ZOO.join(", ")
                 ),
             )),
         }

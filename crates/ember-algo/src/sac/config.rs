@@ -3,7 +3,7 @@
 use super::Sac;
 use crate::config::{Validate, check_hidden, check_open_closed, check_range};
 use crate::devices::Devices;
-use crate::off_policy::OffPolicyConfig;
+use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::replay::ReplayConfig;
 use ember_core::{Error, Result, Space};
 use serde::{Deserialize, Serialize};
@@ -141,24 +141,16 @@ impl SacConfig {
                     ..OffPolicyConfig::default()
                 },
             )),
-            // zoo's `mujoco-defaults` (tuned on the v3 tasks, used here for v5): SB3's
-            // defaults, 1M steps, 10,000 random steps first.
-            "HalfCheetah-v5" | "Ant-v5" | "Hopper-v5" | "Walker2d-v5" | "Humanoid-v5"
-            | "Swimmer-v5" => Ok((
-                SacConfig {
-                    gamma: if env_id == "Swimmer-v5" { 0.9999 } else { 0.99 },
-                    ..SacConfig::default()
-                },
-                OffPolicyConfig {
-                    total_steps: if env_id == "Humanoid-v5" {
-                        2_000_000
-                    } else {
-                        1_000_000
+            other if zoo_mujoco(other).is_some() => {
+                let (gamma, trainer) = zoo_mujoco(other).expect("checked");
+                Ok((
+                    SacConfig {
+                        gamma,
+                        ..SacConfig::default()
                     },
-                    learning_starts: 10_000,
-                    ..OffPolicyConfig::default()
-                },
-            )),
+                    trainer,
+                ))
+            }
             other => Err(Error::invalid(
                 "SAC zoo env id",
                 other,
@@ -170,13 +162,3 @@ impl SacConfig {
         }
     }
 }
-
-/// The MuJoCo tasks with zoo presets for SAC and TD3 (`mujoco-defaults`).
-pub(crate) const MUJOCO_ZOO: [&str; 6] = [
-    "HalfCheetah-v5",
-    "Ant-v5",
-    "Hopper-v5",
-    "Walker2d-v5",
-    "Humanoid-v5",
-    "Swimmer-v5",
-];

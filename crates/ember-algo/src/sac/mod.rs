@@ -46,6 +46,5 @@ fn building_networks() -> std::sync::MutexGuard<'static, ()> {
     BUILD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub(crate) use config::MUJOCO_ZOO;
 pub use config::{SacConfig, UpdateSchedule};
 pub use learner::Sac;

@@ -128,3 +128,17 @@ pub(crate) fn reset_with_noise(sim: &mut Sim, rng: &mut NumpyRng, scale: f64, no
     };
     sim.set_state(&qpos, &qvel);
 }
+
+/// Appends an (x, y) position a task keeps between steps.
+pub(crate) fn save_xy(out: &mut StateWriter, xy: &[f64; 2]) {
+    out.f64s(xy);
+}
+
+/// Reads what [`save_xy`] wrote.
+///
+/// # Errors
+/// A snapshot of something else.
+pub(crate) fn load_xy(src: &mut StateReader<'_>) -> Result<[f64; 2]> {
+    let v = src.f64s(Some(2))?;
+    Ok([v[0], v[1]])
+}

@@ -3,7 +3,8 @@
 
 use crate::mujoco::sim::Sim;
 use crate::mujoco::task::{
-    Outcome, Task, TaskSpec, action_cost, clip, put, reset_with_noise, sum_of_squares,
+    Outcome, Task, TaskSpec, action_cost, clip, load_xy, put, reset_with_noise, save_xy,
+    sum_of_squares,
 };
 use crate::numpy_random::NumpyRng;
 use ember_core::Result;
@@ -100,12 +101,11 @@ impl Task for Ant {
     }
 
     fn save(&self, out: &mut StateWriter) {
-        out.f64s(&self.xy_before);
+        save_xy(out, &self.xy_before);
     }
 
     fn load(&mut self, src: &mut StateReader<'_>) -> Result<()> {
-        let v = src.f64s(Some(2))?;
-        self.xy_before = [v[0], v[1]];
+        self.xy_before = load_xy(src)?;
         Ok(())
     }
 }

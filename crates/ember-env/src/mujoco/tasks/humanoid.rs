@@ -3,7 +3,9 @@
 
 use crate::mujoco::numpy_sum::pairwise_sum;
 use crate::mujoco::sim::Sim;
-use crate::mujoco::task::{Outcome, Task, TaskSpec, clip, put, reset_with_noise, sum_of_squares};
+use crate::mujoco::task::{
+    Outcome, Task, TaskSpec, clip, load_xy, put, reset_with_noise, save_xy, sum_of_squares,
+};
 use crate::numpy_random::NumpyRng;
 use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
@@ -104,12 +106,11 @@ impl Task for Humanoid {
     }
 
     fn save(&self, out: &mut StateWriter) {
-        out.f64s(&self.xy_before);
+        save_xy(out, &self.xy_before);
     }
 
     fn load(&mut self, src: &mut StateReader<'_>) -> Result<()> {
-        let v = src.f64s(Some(2))?;
-        self.xy_before = [v[0], v[1]];
+        self.xy_before = load_xy(src)?;
         Ok(())
     }
 }
