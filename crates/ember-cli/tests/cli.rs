@@ -586,6 +586,8 @@ fn eval_renders_a_gif_and_plot_summarises_seeds() {
             "off_policy.eval_episodes=1",
             "--eval-every",
             "200",
+            // Every flag combines with --seeds (--quiet was passed to the children twice).
+            "--quiet",
             "--out",
             "runs",
         ],

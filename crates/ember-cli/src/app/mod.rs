@@ -492,15 +492,17 @@ fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
     }
     let exe = std::env::current_exe().context("cannot find the ember executable")?;
     let mut base: Vec<String> = raw.iter().skip(1).cloned().collect();
-    // Drop --seeds, --jobs and --out (with their values) from the child's command line.
+    // Drop --seeds, --jobs, --out and --seed (with their values) and --quiet from the
+    // child's command line: each child gets its own --seed, --out and --quiet.
     let mut i = 0;
     while i < base.len() {
         let arg = base[i].clone();
-        if arg == "--seeds" || arg == "--jobs" || arg == "--out" {
+        if ["--seeds", "--jobs", "--out", "--seed"].contains(&arg.as_str()) {
             base.drain(i..(i + 2).min(base.len()));
-        } else if ["--seeds=", "--jobs=", "--out="]
-            .iter()
-            .any(|p| arg.starts_with(p))
+        } else if arg == "--quiet"
+            || ["--seeds=", "--jobs=", "--out=", "--seed="]
+                .iter()
+                .any(|p| arg.starts_with(p))
         {
             base.remove(i);
         } else {
