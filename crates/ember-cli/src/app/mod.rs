@@ -453,14 +453,14 @@ fn resolve_config(
             ember_env::ids().join(", ")
         )
     })?;
-    if let Err(e @ ember_core::Error::Unavailable { .. }) = ember_env::factory(env) {
-        bail!("{e}");
-    }
-    if ember_env::factory(env).is_err() {
-        bail!(
+    match ember_env::factory(env) {
+        Ok(_) => {}
+        // Known but not built in (a MuJoCo or gym: id): say how to get it.
+        Err(e @ ember_core::Error::Unavailable { .. }) => bail!("{e}"),
+        Err(_) => bail!(
             "unknown environment `{env}`: known are {}",
             ember_env::ids().join(", ")
-        );
+        ),
     }
     let mut config = match file {
         Some(path) => {
