@@ -244,8 +244,9 @@ impl Env for MujocoEnv {
         let rng = NumpyRng::load(src)?;
         let mut task_words = StateWriter::new();
         self.task.save(&mut task_words);
-        // Read into the live task only after everything else parsed: keep the old state on
-        // a bad snapshot.
+        // The task loads in place and is rolled back if what follows fails: a bad snapshot
+        // leaves the environment as it was (the simulation's part is checked whole before
+        // it is applied).
         let before = task_words.into_words();
         self.task.load(src)?;
         let terms = match src.f64s(Some(self.terms.len())) {
