@@ -1,5 +1,6 @@
 //! One full SAC update (critic, actor, temperature, targets) at batch 256 with 256×256
-//! networks and HalfCheetah shapes (obs 17, act 6), by schedule and backend.
+//! networks and HalfCheetah shapes (obs 17, act 6), by schedule and backend; one TD3
+//! update at Pendulum-v1's zoo shapes (400×300), by schedule (`td3_update`).
 //!
 //! `cargo bench --bench sac_update` (add `--features tch` after
 //! `scripts/setup-libtorch.sh > /tmp/torch.env && . /tmp/torch.env` for
@@ -126,5 +127,56 @@ fn gemm_256(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, sac_update, gemm_256);
+/// One TD3 update (zoo's Pendulum-v1 settings: 400×300 nets, batch 256, obs 3, act 1), by
+/// schedule: the critic step every update, the actor step and the targets every second.
+/// Averaged over both kinds of update: 0.72 GFLOP each (multiply-adds × 2, counted from the
+/// layer shapes: the critic part 0.56 GFLOP, the actor part 0.31 every second update), so
+/// `0.72 / time` is the update's GFLOP/s, to compare with `gemm_rate`'s.
+fn td3_update(c: &mut Criterion) {
+    let mut g = c.benchmark_group("td3_update");
+    g.warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(6))
+        .sample_size(30);
+    let (obs_dim, act_dim) = (3, 1);
+    let mut rng = EmberRng::seed_from(4);
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+    let data: Vec<Batch> = (0..16)
+        .map(|_| {
+            let mut b = Batch::with_capacity(obs_dim, act_dim, BATCH);
+            b.len = BATCH;
+            (b.obs, b.action, b.reward) = (u(BATCH * obs_dim), u(BATCH * act_dim), u(BATCH));
+            b.next_obs = u(BATCH * obs_dim);
+            b.terminated = vec![0.0; BATCH];
+            b.truncated = vec![0.0; BATCH];
+            b.weights = vec![1.0; BATCH];
+            b
+        })
+        .collect();
+    let obs = Space::Box(BoxSpace::uniform(obs_dim, -8.0, 8.0).unwrap());
+    let act = Space::Box(BoxSpace::uniform(act_dim, -2.0, 2.0).unwrap());
+    let device = DeviceSpec::Flex.device().unwrap();
+    for schedule in [UpdateSchedule::Sequential, UpdateSchedule::Parallel] {
+        let config = ember::algo::Td3Config {
+            update_schedule: schedule,
+            ..ember::algo::Td3Config::default()
+        };
+        let mut td3 = config
+            .build(&obs, &act, &ember::algo::Devices::same(&device))
+            .unwrap();
+        let label = format!("{schedule:?}").to_lowercase();
+        let mut step = 0u64;
+        g.bench_function(format!("{label}_flex_b256"), |b| {
+            b.iter(|| {
+                let batch = &data[step as usize % data.len()];
+                let m = td3.update(batch, step).unwrap();
+                step += 1;
+                m
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, sac_update, td3_update, gemm_256);
 criterion_main!(benches);

@@ -3,7 +3,10 @@
 //! temperature, ten critics fused into one `CriticEnsemble` (one batched matmul per layer),
 //! targets from the minimum of a random pair of target critics, many critic updates per env
 //! step (the shared off-policy trainer's `gradient_steps`), the actor updated once per env
-//! step against the mean of all ten critics. Its learning test (`tests/redq_example.rs`)
+//! step against the mean of all ten critics. The ten critics are two ensembles of five,
+//! each with its own loss and Adam step (Adam is per weight, so this is the same as one
+//! ensemble of ten), which the update runs side by side on two cores with the library's
+//! [`ember::algo::parts`], beside the actor's step. Its learning test (`tests/redq_example.rs`)
 //! trains it on Pendulum-v1 beside the library's SAC with the same seed and settings.
 //!
 //! `cargo run --release --example custom_redq` (seed 1)
@@ -11,6 +14,7 @@
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
+use ember::algo::parts::{Part, Parts, UpdateSchedule, part};
 use ember::algo::tensors::{column, learner_devices, matrix, obs_batch};
 use ember::algo::{
     ActingCopy, ActionBuf, Agent, Devices, OffPolicyConfig, OffPolicyLearner, OptimizerKind,
@@ -31,6 +35,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// N critics, G critic updates per env step (the paper's N = 10, G = 20); 64×64 critics.
 const CRITICS: usize = 10;
+/// The critics, as two ensembles of `HALF` (one per core).
+const HALF: usize = CRITICS / 2;
 pub const UPDATES_PER_STEP: usize = 10;
 const HIDDEN: [usize; 2] = [64, 64];
 const GAMMA: f64 = 0.99;
@@ -43,13 +49,17 @@ struct Redq {
     learn: Device,
     plain: Device,
     actor: GaussianTanhPolicy,
-    critic: CriticEnsemble,
-    target: CriticEnsemble,
+    /// Critics 0..5 and 5..10, and their targets.
+    critics: [CriticEnsemble; 2],
+    targets: [CriticEnsemble; 2],
     temperature: Temperature,
-    opts: [ModuleOptimizer; 3],
+    /// The critics' (one per ensemble), the actor's and the temperature's.
+    critic_opts: [ModuleOptimizer; 2],
+    actor_opts: [ModuleOptimizer; 2],
     acting: ActingCopy<GaussianTanhPolicy>,
     rng: EmberRng,
     progress: Progress,
+    parts: Parts,
 }
 
 impl Redq {
@@ -62,18 +72,22 @@ impl Redq {
         let actor = GaussianTanhPolicyConfig::new(obs_dim, b.dim())
             .with_bounds(b.low().to_vec(), b.high().to_vec())
             .init(&learn)?;
-        let critic = CriticEnsembleConfig::new(CRITICS, obs_dim + b.dim(), HIDDEN).init(&learn)?;
+        let config = CriticEnsembleConfig::new(HALF, obs_dim + b.dim(), HIDDEN);
+        let critics = [config.init(&learn)?, config.init(&learn)?];
+        let adam = || OptimizerKind::Adam.build(0.0, &learn);
         Ok(Redq {
             obs_dim,
             act_dim: b.dim(),
-            target: critic.valid(),
+            targets: critics.clone().map(|c| c.valid()),
             acting: ActingCopy::new(&actor, &devices.act, 1),
             actor,
-            critic,
+            critics,
             temperature: Temperature::new(1.0, &learn)?,
-            opts: [(); 3].map(|_| OptimizerKind::Adam.build(0.0, &learn)),
+            critic_opts: [adam(), adam()],
+            actor_opts: [adam(), adam()],
             rng: EmberRng::seed_from(seed).fork(9),
             progress: Progress::default(),
+            parts: UpdateSchedule::Parallel.parts("redq"),
             learn,
             plain,
         })
@@ -96,57 +110,128 @@ impl Agent for Redq {
     }
 }
 
+/// A critic half's part: regress its critics on the targets `y`, check the loss, and
+/// commit a stepped clone (and its moved target) into `out`.
+fn critic_part<'a>(
+    (critic, target, opt): (&'a CriticEnsemble, &'a CriticEnsemble, &'a ModuleOptimizer),
+    (obs, act, y): (Tensor<2>, Tensor<2>, Tensor<2>),
+    step: u64,
+    out: &'a mut Option<(CriticEnsemble, CriticEnsemble, ModuleOptimizer, f64)>,
+) -> Part<'a> {
+    part(move || {
+        let loss = sac_critic_loss(critic.forward(obs, act), y);
+        let value = checked_loss("REDQ critic loss", &loss, step)?;
+        let grads = GradientsParams::from_grads(loss.backward(), critic);
+        Ok(move || {
+            let (mut critic, mut opt) = (critic.clone(), opt.clone());
+            step_in_place(&mut opt, LR, &mut critic, grads);
+            *out = Some((
+                polyak_update(target.clone(), &critic, TAU),
+                critic,
+                opt,
+                value,
+            ));
+        })
+    })
+}
+
 impl OffPolicyLearner for Redq {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, self.act_dim)?;
         let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
         let alpha = self.temperature.alpha();
-        // Target: a' ~ π(s'), the minimum over a random pair of the ten target critics.
-        let next_obs = matrix(&batch.next_obs, b, o, &self.plain);
-        let eps = noise::standard_normal(b, a, &mut self.rng, &self.plain);
-        let (next_a, next_logp) = self.actor.valid().sample(next_obs.clone(), eps);
-        let q_next = self.target.forward(next_obs, next_a);
-        let i = self.rng.below(CRITICS as u64) as usize;
-        let j = (i + 1 + self.rng.below(CRITICS as u64 - 1) as usize) % CRITICS;
-        let pick = |k: usize| q_next.clone().slice([k..k + 1, 0..b, 0..1]).reshape([b, 1]);
-        let (r, d) = (&batch.reward, &batch.terminated);
-        let (r, d) = (column(r, &self.plain), column(d, &self.plain));
-        let min_q = pick(i).min_pair(pick(j));
+        let mut rng = self.rng.clone(); // kept only if the update succeeds
+        // Target: a' ~ π(s'), the minimum over a random pair of the ten target critics;
+        // each core computes it for half of the rows (every operation works row by row).
+        let eps = noise::standard_normal(b, a, &mut rng, &self.plain);
+        let i = rng.below(CRITICS as u64) as usize;
+        let j = (i + 1 + rng.below(CRITICS as u64 - 1) as usize) % CRITICS;
         let gammas = match batch.discount.is_empty() {
             true => vec![GAMMA as f32; b],
             false => batch.discount.clone(), // n-step rows carry γ^m
         };
-        let y = sac_target_discounted(r, d, min_q, next_logp, alpha, column(&gammas, &self.plain));
+        let [next_obs, eps, r, d, g] = [
+            matrix(&batch.next_obs, b, o, &self.plain),
+            eps,
+            column(&batch.reward, &self.plain),
+            column(&batch.terminated, &self.plain),
+            column(&gammas, &self.plain),
+        ];
+        let (actor, targets) = (self.actor.valid(), &self.targets);
+        let mut y = [None, None];
+        let jobs = y.iter_mut().enumerate().map(|(half, out)| {
+            let rows = |t: &Tensor<2>| t.clone().narrow(0, half * b / 2, b / 2 + half * (b % 2));
+            let (s, e, r, d, g) = (rows(&next_obs), rows(&eps), rows(&r), rows(&d), rows(&g));
+            let actor = actor.clone();
+            part(move || {
+                let (next_a, next_logp) = actor.sample(s.clone(), e);
+                // Only the two picked target critics are evaluated.
+                let q = |k: usize| {
+                    targets[k / HALF]
+                        .member(k % HALF)
+                        .forward(s.clone(), next_a.clone())
+                };
+                let y = sac_target_discounted(r, d, q(i).min_pair(q(j)), next_logp, alpha, g);
+                Ok(move || *out = Some(Tensor::<2>::from_inner(y)))
+            })
+        });
+        self.parts
+            .run(&format!("REDQ targets {step}"), jobs.collect())?;
+        let y = Tensor::cat(y.into_iter().flatten().collect(), 0);
         let obs = matrix(&batch.obs, b, o, &self.learn);
         let act = matrix(&batch.action, b, a, &self.learn);
-        let loss = sac_critic_loss(self.critic.forward(obs.clone(), act), Tensor::from_inner(y));
-        let mut update = Update::default();
-        let critic_loss = checked_loss("REDQ critic loss", &loss, step)?;
-        update.metrics.push("critic_loss", critic_loss);
-        // Once per env step: the actor against the mean of all critics (as they were before
-        // this update), and α. Every loss is checked before anything steps.
-        let mut actor_step = None;
+        // The two critic halves side by side; once per env step also the actor against
+        // the mean of all critics (as they were before this update) and α. Every loss is
+        // checked before anything steps.
+        let (mut half_a, mut half_b, mut actor_out) = (None, None, None);
+        let inputs = || (obs.clone(), act.clone(), y.clone());
+        let half = |k: usize| (&self.critics[k], &self.targets[k], &self.critic_opts[k]);
+        let mut parts = vec![
+            critic_part(half(0), inputs(), step, &mut half_a),
+            critic_part(half(1), inputs(), step, &mut half_b),
+        ];
         if step % UPDATES_PER_STEP as u64 == UPDATES_PER_STEP as u64 - 1 {
-            let eps = noise::standard_normal(b, a, &mut self.rng, &self.learn);
-            let (act, logp) = self.actor.sample(obs.clone(), eps);
-            let q = self.critic.clone().no_grad().forward(obs, act);
-            let actor_loss = sac_actor_loss(logp.clone(), q.mean_dim(0).reshape([b, 1]), alpha);
-            let value = checked_loss("REDQ actor loss", &actor_loss, step)?;
-            update.metrics.push("actor_loss", value);
-            let log_alpha = self.temperature.log_alpha.val();
-            let alpha_loss = sac_temperature_loss(log_alpha, logp.detach(), -(a as f64));
-            actor_step = Some((actor_loss, alpha_loss));
+            let eps = noise::standard_normal(b, a, &mut rng, &self.learn);
+            let (actor, temperature, opts) = (&self.actor, &self.temperature, &self.actor_opts);
+            let (obs, critics) = (obs.clone(), &self.critics);
+            let out = &mut actor_out;
+            parts.push(part(move || {
+                let (act, logp) = actor.sample(obs.clone(), eps);
+                let q = critics
+                    .each_ref()
+                    .map(|c| c.clone().no_grad().forward(obs.clone(), act.clone()));
+                let q = Tensor::cat(q.to_vec(), 0).mean_dim(0).reshape([b, 1]);
+                let actor_loss = sac_actor_loss(logp.clone(), q, alpha);
+                let value = checked_loss("REDQ actor loss", &actor_loss, step)?;
+                let log_alpha = temperature.log_alpha.val();
+                let alpha_loss = sac_temperature_loss(log_alpha, logp.detach(), -(a as f64));
+                checked_loss("REDQ temperature loss", &alpha_loss, step)?;
+                let actor_grads = GradientsParams::from_grads(actor_loss.backward(), actor);
+                let t_grads = GradientsParams::from_grads(alpha_loss.backward(), temperature);
+                Ok(move || {
+                    let (mut actor, mut temperature) = (actor.clone(), temperature.clone());
+                    let mut opts = opts.clone();
+                    step_in_place(&mut opts[0], LR, &mut actor, actor_grads);
+                    step_in_place(&mut opts[1], LR, &mut temperature, t_grads);
+                    *out = Some((actor, temperature, opts, value));
+                })
+            }));
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
-        step_in_place(&mut self.opts[0], LR, &mut self.critic, grads);
-        self.target = polyak_update(self.target.clone(), &self.critic, TAU);
-        if let Some((actor_loss, alpha_loss)) = actor_step {
-            let grads = GradientsParams::from_grads(actor_loss.backward(), &self.actor);
-            step_in_place(&mut self.opts[1], LR, &mut self.actor, grads);
-            let grads = GradientsParams::from_grads(alpha_loss.backward(), &self.temperature);
-            step_in_place(&mut self.opts[2], LR, &mut self.temperature, grads);
+        self.parts.run(&format!("REDQ update {step}"), parts)?;
+        let mut update = Update::default();
+        for (k, half) in [half_a, half_b].into_iter().enumerate() {
+            let (target, critic, opt, loss) = half.expect("committed");
+            (self.targets[k], self.critics[k], self.critic_opts[k]) = (target, critic, opt);
+            update
+                .metrics
+                .push(["critic_loss_a", "critic_loss_b"][k], loss);
+        }
+        if let Some((actor, temperature, opts, loss)) = actor_out {
+            (self.actor, self.temperature, self.actor_opts) = (actor, temperature, opts);
+            update.metrics.push("actor_loss", loss);
             self.acting.refresh(&self.actor);
         }
+        self.rng = rng;
         Ok(update)
     }
 
@@ -165,6 +250,12 @@ impl OffPolicyLearner for Redq {
 /// # Errors
 /// An error of the environment or the learner.
 pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
+    train_redq(seed, None, eval_every)
+}
+
+/// [`run_redq`] for `steps` env steps (`None`: the preset's) with evaluations every
+/// `eval_every` steps (0: none; then it does not stop early).
+fn train_redq(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<TrainReport> {
     let device = ember::backend::DeviceSpec::Flex.device()?;
     let mut env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
     let mut redq = Redq::new(&env, seed, &Devices::same(&device))?;
@@ -172,7 +263,8 @@ pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
     let config = OffPolicyConfig {
         gradient_steps: UPDATES_PER_STEP,
         eval_every,
-        target_return: Some(-200.0),
+        target_return: (eval_every > 0).then_some(-200.0),
+        total_steps: steps.unwrap_or(trainer.total_steps),
         seed,
         ..trainer
     };
@@ -181,8 +273,25 @@ pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
     train_off_policy(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)
 }
 
+/// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
+/// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`).
 #[allow(dead_code)] // the learning test includes this file as a module
 fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, n] = &args[..]
+        && flag == "--steps"
+    {
+        let steps = n
+            .parse()
+            .map_err(|_| ember::core::Error::invalid("--steps", n, "a number of env steps"))?;
+        let r = train_redq(1, Some(steps), 0)?;
+        let rate = r.env_steps as f64 / r.wall_secs;
+        println!(
+            "env_steps={} updates={} wall_s={:.2} env_steps_per_s={rate:.1}",
+            r.env_steps, r.updates, r.wall_secs
+        );
+        return Ok(());
+    }
     let report = run_redq(1, 250)?;
     for e in &report.evals {
         println!("{:>6} env steps: eval {:.1}", e.env_steps, e.mean_return);

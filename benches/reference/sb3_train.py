@@ -6,6 +6,8 @@ hyper-parameters, to compare with Ember's `train_speed` example in the same wind
   sac Pendulum-v1: 1 env, learning rate 1e-3, otherwise SAC's defaults (buffer 1M,
                    learning_starts 100, batch 256, train_freq 1, MlpPolicy 256x256)
   sac HalfCheetah-v5: zoo's mujoco-defaults: SAC's defaults, learning_starts 10000
+  td3 Pendulum-v1: zoo's: gamma 0.98, buffer 200000, learning_starts 10000, normal action
+                   noise 0.1, lr 1e-3, batch 256, net_arch [400, 300], train_freq 1
   td3 HalfCheetah-v5: zoo's mujoco-defaults: learning_starts 10000, normal action noise 0.1,
                    lr 1e-3, batch 256, net_arch [400, 300], train_freq 1, gradient_steps 1
 
@@ -42,21 +44,24 @@ def build(algo, env_id, seed):
     if algo == "sac" and env_id == "Pendulum-v1":
         env = make_vec_env(env_id, n_envs=1, seed=seed)
         return SAC("MlpPolicy", env, learning_rate=1e-3, seed=seed, device="cpu", verbose=0)
-    if env_id == "HalfCheetah-v5" and algo in ("sac", "td3"):
+    if env_id == "HalfCheetah-v5" and algo == "sac":
         env = make_vec_env(env_id, n_envs=1, seed=seed)
-        if algo == "sac":
-            return SAC("MlpPolicy", env, learning_starts=10000, seed=seed, device="cpu", verbose=0)
+        return SAC("MlpPolicy", env, learning_starts=10000, seed=seed, device="cpu", verbose=0)
+    if algo == "td3" and env_id in ("HalfCheetah-v5", "Pendulum-v1"):
         import numpy as np
         from stable_baselines3 import TD3
         from stable_baselines3.common.noise import NormalActionNoise
 
+        env = make_vec_env(env_id, n_envs=1, seed=seed)
         n = env.action_space.shape[0]
         noise = NormalActionNoise(mean=np.zeros(n), sigma=0.1 * np.ones(n))
+        extra = dict(gamma=0.98, buffer_size=200000) if env_id == "Pendulum-v1" else {}
         return TD3("MlpPolicy", env, learning_starts=10000, action_noise=noise, learning_rate=1e-3,
                    batch_size=256, train_freq=1, gradient_steps=1,
-                   policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu", verbose=0)
+                   policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu", verbose=0,
+                   **extra)
     raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1, "
-                     "sac/td3 HalfCheetah-v5)")
+                     "sac HalfCheetah-v5, td3 Pendulum-v1 / HalfCheetah-v5)")
 
 
 def main():

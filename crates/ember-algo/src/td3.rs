@@ -10,6 +10,7 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::parts::{Part, Parts, UpdateSchedule, part};
 use crate::replay::ReplayConfig;
 use crate::tensors::{column, host, matrix};
 use crate::training_state::{
@@ -52,6 +53,9 @@ pub struct Td3Config {
     pub action_noise_std: f64,
     /// Refresh the acting copy every this many actor updates.
     pub sync_every: u64,
+    /// Parallel (the critic step beside the delayed actor step) or sequential update;
+    /// the same results either way.
+    pub update_schedule: UpdateSchedule,
     /// Seed of the weights and of the noise.
     pub seed: u64,
 }
@@ -68,6 +72,7 @@ impl Default for Td3Config {
             target_noise_clip: 0.5,
             action_noise_std: 0.1,
             sync_every: 1,
+            update_schedule: UpdateSchedule::Parallel,
             seed: 0,
         }
     }
@@ -173,6 +178,8 @@ pub struct Td3 {
     acting: ActingCopy<Mlp>,
     rng: EmberRng,
     progress: Progress,
+    /// Runs the critic part beside the actor part.
+    parts: Parts,
 }
 
 impl std::fmt::Debug for Td3 {
@@ -222,6 +229,7 @@ impl Td3 {
             critic_opt: OptimizerKind::Adam.build(0.0, &learn),
             rng: EmberRng::seed_from(config.seed).fork(5),
             progress: Progress::default(),
+            parts: config.update_schedule.parts("ember-td3"),
             learn,
             plain,
             config: config.clone(),
@@ -233,37 +241,163 @@ impl Td3 {
         &self.actor
     }
 
+    /// The actor's target network.
+    pub fn actor_target(&self) -> &Mlp {
+        &self.actor_target
+    }
+
+    /// The twin critics.
+    pub fn critic(&self) -> &CriticEnsemble {
+        &self.critic
+    }
+
+    /// The twin critics' targets.
+    pub fn critic_target(&self) -> &CriticEnsemble {
+        &self.critic_target
+    }
+}
+
+/// What TD3's parts read: the learner's networks from before the update and the batch.
+struct Td3View<'a> {
+    config: &'a Td3Config,
+    scale: &'a [f32],
+    bias: &'a [f32],
+    plain: &'a Device,
+    learn: &'a Device,
+    actor: &'a Mlp,
+    actor_target: &'a Mlp,
+    critic: &'a CriticEnsemble,
+    critic_target: &'a CriticEnsemble,
+    batch: &'a Batch,
+    dims: (usize, usize, usize),
+    step: u64,
+}
+
+/// The critic part's result: the stepped critic and its optimizer, the moved target
+/// critic (on actor steps), the loss and the TD errors.
+type CriticStep = (
+    CriticEnsemble,
+    ModuleOptimizer,
+    Option<CriticEnsemble>,
+    f64,
+    Vec<f32>,
+);
+
+/// The actor part's result: the stepped actor, its optimizer, its moved target, the loss.
+type ActorStep = (Mlp, ModuleOptimizer, Mlp, f64);
+
+impl Td3View<'_> {
     fn row(&self, v: &[f32], device: &Device) -> Tensor<2> {
-        Tensor::from_data(TensorData::new(v.to_vec(), [1, self.act_dim]), device)
+        Tensor::from_data(TensorData::new(v.to_vec(), [1, self.dims.2]), device)
     }
 
     /// `tanh(actor(obs))` mapped onto the action box.
     fn policy(&self, actor: &Mlp, obs: Tensor<2>) -> Tensor<2> {
         let device = obs.device();
-        tanh(actor.forward(obs)) * self.row(&self.scale, &device) + self.row(&self.bias, &device)
+        tanh(actor.forward(obs)) * self.row(self.scale, &device) + self.row(self.bias, &device)
     }
 
-    /// Clipped double-Q target with target-policy smoothing (noise from `rng`); n-step rows
-    /// bootstrap with their own discount.
-    fn target(&self, batch: &Batch, rng: &mut EmberRng) -> Tensor<2> {
-        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
-        let c = &self.config;
-        let p = &self.plain;
-        let next_obs = matrix(&batch.next_obs, b, o, p);
+    /// Clipped double-Q targets with target-policy smoothing (standard normal `noise`,
+    /// one row per batch row) for batch rows `from..to`; n-step rows bootstrap with their
+    /// own discount. Every operation works row by row.
+    fn target_rows(&self, noise: Tensor<2>, from: usize, to: usize) -> Tensor<2> {
+        let (_, o, _) = self.dims;
+        let (c, p, batch) = (self.config, self.plain, self.batch);
+        let next_obs = matrix(&batch.next_obs[from * o..to * o], to - from, o, p);
         // In the unit box: smoothing noise clipped, the action clipped to [-1, 1], then
         // mapped onto the action box.
-        let smoothing = noise::standard_normal(b, a, rng, p)
+        let smoothing = noise
             .mul_scalar(c.target_policy_noise)
             .clamp(-c.target_noise_clip, c.target_noise_clip);
         let unit = (tanh(self.actor_target.forward(next_obs.clone())) + smoothing).clamp(-1.0, 1.0);
-        let next_action = unit * self.row(&self.scale, p) + self.row(&self.bias, p);
+        let next_action = unit * self.row(self.scale, p) + self.row(self.bias, p);
         let next_q = self.critic_target.min_q(next_obs, next_action);
-        let (r, d) = (column(&batch.reward, p), column(&batch.terminated, p));
+        let (r, d) = (
+            column(&batch.reward[from..to], p),
+            column(&batch.terminated[from..to], p),
+        );
         let y = match batch.discount.is_empty() {
             true => td_target(r, d, next_q, c.gamma),
-            false => td_target_discounted(r, d, next_q, column(&batch.discount, p)),
+            false => td_target_discounted(r, d, next_q, column(&batch.discount[from..to], p)),
         };
         Tensor::from_inner(y)
+    }
+
+    /// The targets of every row, each half of the rows a part of its own (on its own core
+    /// in parallel).
+    fn targets(&self, parts: &mut Parts, noise: Tensor<2>) -> Result<Tensor<2>> {
+        let b = self.dims.0;
+        let mut halves = [None, None];
+        let jobs = halves.iter_mut().enumerate().map(|(k, out)| {
+            let (from, to) = (k * (b / 2), if k == 0 { b / 2 } else { b });
+            let noise = noise.clone().narrow(0, from, to - from);
+            part(move || {
+                let y = self.target_rows(noise, from, to);
+                Ok(move || *out = Some(y))
+            })
+        });
+        parts.run(&format!("TD3 targets {}", self.step), jobs.collect())?;
+        Ok(Tensor::cat(halves.into_iter().flatten().collect(), 0))
+    }
+
+    /// The critic part: loss on the targets `y` (checked), gradients; its commit steps a
+    /// clone of the critic (and moves the target critic on actor steps) into `out`.
+    fn critic_part<'a>(
+        &'a self,
+        y: Tensor<2>,
+        optim: &'a ModuleOptimizer,
+        actor_step: bool,
+        out: &'a mut Option<CriticStep>,
+    ) -> Part<'a> {
+        part(move || {
+            let (b, o, a) = self.dims;
+            let batch = self.batch;
+            let obs = matrix(&batch.obs, b, o, self.learn);
+            let q = self
+                .critic
+                .forward(obs, matrix(&batch.action, b, a, self.learn));
+            let td = host(ensemble_td_errors(q.clone(), y.clone()));
+            let loss = match batch.unweighted() {
+                true => sac_critic_loss(q, y),
+                false => sac_critic_loss_weighted(q, y, column(&batch.weights, self.learn)),
+            };
+            let value = checked_loss("TD3 critic loss", &loss, self.step)?;
+            let grads = GradientsParams::from_grads(loss.backward(), self.critic);
+            Ok(move || {
+                let (mut critic, mut optim) = (self.critic.clone(), optim.clone());
+                step_in_place(&mut optim, self.config.learning_rate, &mut critic, grads);
+                crate::faults::site("td3.step");
+                let target = actor_step
+                    .then(|| polyak_update(self.critic_target.clone(), &critic, self.config.tau));
+                *out = Some((critic, optim, target, value, td));
+            })
+        })
+    }
+
+    /// The delayed actor part: the loss through the first critic as it was before this
+    /// update (frozen), checked, and gradients; its commit steps a clone of the actor and
+    /// moves its target into `out`.
+    fn actor_part<'a>(
+        &'a self,
+        optim: &'a ModuleOptimizer,
+        out: &'a mut Option<ActorStep>,
+    ) -> Part<'a> {
+        part(move || {
+            let (b, o, _) = self.dims;
+            let obs = matrix(&self.batch.obs, b, o, self.learn);
+            let frozen = self.critic.clone().no_grad();
+            let q = frozen.forward(obs.clone(), self.policy(self.actor, obs));
+            let loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
+            let value = checked_loss("TD3 actor loss", &loss, self.step)?;
+            let grads = GradientsParams::from_grads(loss.backward(), self.actor);
+            Ok(move || {
+                let (mut actor, mut optim) = (self.actor.clone(), optim.clone());
+                step_in_place(&mut optim, self.config.learning_rate, &mut actor, grads);
+                crate::faults::site("td3.actor_step");
+                let target = polyak_update(self.actor_target.clone(), &actor, self.config.tau);
+                *out = Some((actor, optim, target, value));
+            })
+        })
     }
 }
 
@@ -332,66 +466,54 @@ impl Agent for Td3 {
 }
 
 impl OffPolicyLearner for Td3 {
+    /// The critic part beside the delayed actor part ([`crate::parts`]): both losses
+    /// are checked before anything steps, and the learner changes only when every part
+    /// has stepped.
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, self.act_dim)?;
         let _flush = ember_core::denormals::flush_denormals_here();
-        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
+        let dims = (batch.len, self.obs_dim, self.act_dim);
         // Noise from a copy of the generator, kept only if the update succeeds.
         let mut rng = self.rng.clone();
-        let y = self.target(batch, &mut rng);
-        let obs = matrix(&batch.obs, b, o, &self.learn);
-        let q = self
-            .critic
-            .forward(obs.clone(), matrix(&batch.action, b, a, &self.learn));
-        let td_errors = host(ensemble_td_errors(q.clone(), y.clone()));
-        let loss = match batch.unweighted() {
-            true => sac_critic_loss(q, y),
-            false => sac_critic_loss_weighted(q, y, column(&batch.weights, &self.learn)),
+        let noise = noise::standard_normal(dims.0, dims.2, &mut rng, &self.plain);
+        let actor_step = step.is_multiple_of(self.config.policy_delay);
+        let view = Td3View {
+            config: &self.config,
+            scale: &self.scale,
+            bias: &self.bias,
+            plain: &self.plain,
+            learn: &self.learn,
+            actor: &self.actor,
+            actor_target: &self.actor_target,
+            critic: &self.critic,
+            critic_target: &self.critic_target,
+            batch,
+            dims,
+            step,
         };
+        let y = view.targets(&mut self.parts, noise)?;
+        let (mut critic_out, mut actor_out) = (None, None);
+        let mut parts = vec![view.critic_part(y, &self.critic_opt, actor_step, &mut critic_out)];
+        if actor_step {
+            parts.push(view.actor_part(&self.actor_opt, &mut actor_out));
+        }
+        self.parts.run(&format!("TD3 update {step}"), parts)?;
+        let (critic, critic_opt, critic_target, critic_loss, td) = critic_out
+            .ok_or_else(|| Error::panicked("TD3 update", &"the critic part did not commit"))?;
         let mut metrics = Metrics::default();
-        metrics.push("critic_loss", checked_loss("TD3 critic loss", &loss, step)?);
-        // The delayed actor loss goes through the first critic as it was before this
-        // update (frozen); both losses are checked before anything steps.
-        let actor_grads = if step.is_multiple_of(self.config.policy_delay) {
-            let frozen = self.critic.clone().no_grad();
-            let q = frozen.forward(obs.clone(), self.policy(&self.actor, obs));
-            let actor_loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
-            metrics.push(
-                "actor_loss",
-                checked_loss("TD3 actor loss", &actor_loss, step)?,
-            );
-            Some(GradientsParams::from_grads(
-                actor_loss.backward(),
-                &self.actor,
-            ))
-        } else {
-            None
-        };
-        let lr = self.config.learning_rate;
-        // Step clones and commit together, so a panic in a step changes nothing.
-        let (mut critic, mut critic_opt) = (self.critic.clone(), self.critic_opt.clone());
-        let critic_grads = GradientsParams::from_grads(loss.backward(), &self.critic);
-        step_in_place(&mut critic_opt, lr, &mut critic, critic_grads);
-        crate::faults::site("td3.step");
-        let actor = match actor_grads {
-            Some(grads) => {
-                let (mut actor, mut actor_opt) = (self.actor.clone(), self.actor_opt.clone());
-                step_in_place(&mut actor_opt, lr, &mut actor, grads);
-                Some((actor, actor_opt))
-            }
-            None => None,
-        };
+        metrics.push("critic_loss", critic_loss);
         (self.critic, self.critic_opt, self.rng) = (critic, critic_opt, rng);
-        if let Some((actor, actor_opt)) = actor {
-            (self.actor, self.actor_opt) = (actor, actor_opt);
-            let tau = self.config.tau;
-            self.actor_target = polyak_update(self.actor_target.clone(), &self.actor, tau);
-            self.critic_target = polyak_update(self.critic_target.clone(), &self.critic, tau);
+        if let Some(target) = critic_target {
+            self.critic_target = target;
+        }
+        if let Some((actor, actor_opt, actor_target, actor_loss)) = actor_out {
+            metrics.push("actor_loss", actor_loss);
+            (self.actor, self.actor_opt, self.actor_target) = (actor, actor_opt, actor_target);
             self.acting.after_update(&self.actor);
         }
         Ok(Update {
             metrics,
-            td_errors: Some(td_errors),
+            td_errors: Some(td),
         })
     }
 

@@ -8,7 +8,7 @@ mod common;
 use ember_algo::{
     A2cConfig, ActionBuf, Agent, CheckpointConfig, Dqn, DqnConfig, OffPolicyConfig,
     OffPolicyLearner, OnPolicyLearner, PolicyGradient, PpoConfig, Progress, ReinforceConfig,
-    RolloutBatch, Sac, SacConfig, Update, UpdateSchedule, faults,
+    RolloutBatch, Sac, SacConfig, Td3, Td3Config, Update, UpdateSchedule, faults,
 };
 use ember_core::{Batch, BoxSpace, Discrete, EmberRng, Error, Result, Space};
 use ember_env::{SyncVecEnv, VecEnv};
@@ -157,6 +157,65 @@ fn sac_survives_every_failure_on_both_schedules() {
             fault,
         );
     }
+}
+
+fn td3(schedule: UpdateSchedule, policy_delay: u64) -> Td3 {
+    let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
+    Td3Config {
+        hidden: vec![16],
+        update_schedule: schedule,
+        policy_delay,
+        ..Td3Config::default()
+    }
+    .build(&obs_space(), &act, &common::same(&flex()))
+    .unwrap()
+}
+
+fn td3_state(t: &Td3) -> Vec<u32> {
+    let mut v = common::bits(t.actor());
+    v.extend(common::bits(t.critic()));
+    v.extend(common::bits(t.actor_target()));
+    v.extend(common::bits(t.critic_target()));
+    v
+}
+
+#[test]
+fn td3_survives_every_failure_on_both_schedules() {
+    let _serial = common::serial();
+    // Step 1 of the checks is an actor step when the actor steps every update.
+    for (schedule, delay, fault) in [
+        (UpdateSchedule::Sequential, 2, "td3.step"),
+        (UpdateSchedule::Parallel, 2, "td3.step"),
+        (UpdateSchedule::Sequential, 1, "td3.actor_step"),
+        (UpdateSchedule::Parallel, 1, "td3.actor_step"),
+        (UpdateSchedule::Parallel, 1, "td3.step"),
+    ] {
+        let mut t = td3(schedule, delay);
+        let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
+        let name = format!("TD3 {schedule:?}, delay {delay}");
+        off_policy_failures(&name, &mut t, td3_state, good, None, fault);
+    }
+}
+
+#[test]
+fn td3_parallel_updates_give_the_sequential_bits() {
+    let _serial = common::serial();
+    let (mut seq, mut par) = (
+        td3(UpdateSchedule::Sequential, 2),
+        td3(UpdateSchedule::Parallel, 2),
+    );
+    assert_eq!(td3_state(&seq), td3_state(&par), "built alike");
+    let mut rng = EmberRng::seed_from(8);
+    for step in 0..6 {
+        let batch = replay_batch(&mut rng, 16, 2, |x| x as f32);
+        let (a, b) = (
+            seq.update(&batch, step).unwrap(),
+            par.update(&batch, step).unwrap(),
+        );
+        assert_eq!(a.td_errors, b.td_errors, "step {step}");
+        assert_eq!(format!("{:?}", a.metrics), format!("{:?}", b.metrics));
+    }
+    assert_eq!(td3_state(&seq), td3_state(&par));
 }
 
 /// Greedy actions of `s` for a few observations (through its acting copy).

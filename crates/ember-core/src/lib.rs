@@ -23,6 +23,7 @@ pub mod denormals;
 pub mod env;
 pub mod error;
 pub mod helping;
+pub mod parts;
 pub mod rng;
 pub mod space;
 pub mod state;

@@ -4,20 +4,10 @@ use super::Sac;
 use crate::config::{Validate, check_hidden, check_open_closed, check_range};
 use crate::devices::Devices;
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
+use crate::parts::UpdateSchedule;
 use crate::replay::ReplayConfig;
 use ember_core::{Error, Result, Space};
 use serde::{Deserialize, Serialize};
-
-/// How the parts of one update are scheduled (same results either way).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UpdateSchedule {
-    /// Target + critic step on one thread, actor + temperature step on another.
-    #[default]
-    Parallel,
-    /// Everything on the calling thread, one part after the other.
-    Sequential,
-}
 
 /// SAC hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -46,5 +46,6 @@ fn building_networks() -> std::sync::MutexGuard<'static, ()> {
     BUILD.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub use config::{SacConfig, UpdateSchedule};
+pub use crate::parts::UpdateSchedule;
+pub use config::SacConfig;
 pub use learner::Sac;
