@@ -1,6 +1,6 @@
 //! This machine's floating-point peak, measured: every core runs independent chains of
 //! fused multiply-adds (f32) with the widest vectors the CPU has, nothing else. The
-//! performance figures in `docs/benchmarks.md` quote their share of it, since a clock
+//! performance figures in `docs/journal/benchmarks-2026-11.md` quote their share of it, since a clock
 //! read from `/proc/cpuinfo` in a virtual machine is the nominal one, not the boosted
 //! one the cores run at.
 //!

@@ -64,7 +64,7 @@ pub use threads::{intra_op_threads, set_intra_op_threads};
 
 /// The GEMM kernels flex runs on this CPU with this build: `"avx512"` (feature `avx512` and
 /// a CPU with AVX-512F), `"avx2+fma"`, or `"baseline"` (the `gemm` crate picks among them at
-/// run time; results differ in the last bits between them, see docs/benchmarks.md).
+/// run time; results differ in the last bits between them, see docs/journal/benchmarks-2026-11.md).
 pub fn gemm_kernels() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {

@@ -8,7 +8,7 @@
 //! activations live in buffers kept from update to update, the large products go to the
 //! same kernels ([`ember_backend::host_product`]), and the element-wise passes are loops
 //! over rows. A Pendulum update's actor half spent ~28% of its time around its products
-//! on the burn path (a whole run's profile, docs/benchmarks.md); `sac_update_floor`
+//! on the burn path (a whole run's profile, docs/journal/benchmarks-2026-11.md); `sac_update_floor`
 //! measured ~15% for this way of computing it.
 //!
 //! The soft target's next values, without gradients ([`HostUpdate::next_values`]: the
