@@ -182,6 +182,8 @@ struct Slot {
     busy: AtomicBool,
     /// The last job's panic payload, if it panicked.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// The thread waiting for the last job, woken when it finishes.
+    owner: Mutex<Option<std::thread::Thread>>,
     stop: AtomicBool,
 }
 
@@ -225,6 +227,7 @@ impl Helper {
             finished: AtomicU64::new(0),
             busy: AtomicBool::new(false),
             panic: Mutex::new(None),
+            owner: Mutex::new(None),
             stop: AtomicBool::new(false),
         });
         let shared = Arc::clone(&slot);
@@ -275,6 +278,9 @@ impl Helper {
         // SAFETY: `busy` is ours and the helper is idle (its last job finished before
         // `busy` was released), so nobody reads the slot now.
         unsafe { *slot.job.get() = Some(job) };
+        if let Ok(mut owner) = slot.owner.lock() {
+            *owner = Some(std::thread::current());
+        }
         let seq = slot.posted.fetch_add(1, Ordering::Release) + 1;
         if let Some(t) = &self.thread {
             t.thread().unpark();
@@ -286,8 +292,10 @@ impl Helper {
                 let (slot, seq) = (self.0, self.1);
                 let done = || slot.finished.load(Ordering::Acquire) >= seq;
                 if !spin_until(done) {
+                    // The helper unparks this thread when the job finishes; the timeout
+                    // only bounds a wake-up lost to another use of this thread's token.
                     while !done() {
-                        std::thread::park_timeout(Duration::from_micros(50));
+                        std::thread::park_timeout(Duration::from_millis(1));
                     }
                 }
                 slot.busy.store(false, Ordering::Release);
@@ -333,6 +341,11 @@ fn serve(slot: &Slot) {
             }
         }
         slot.finished.store(seen, Ordering::Release);
+        if let Ok(owner) = slot.owner.lock()
+            && let Some(t) = owner.as_ref()
+        {
+            t.unpark();
+        }
     }
 }
 
