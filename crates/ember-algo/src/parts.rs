@@ -36,8 +36,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpdateSchedule {
-    /// The update's independent parts on two threads (the caller and a helper that also
-    /// takes blocks of the caller's large matrix products while it waits).
+    /// The update's independent parts on two threads (the caller and a helper; whichever
+    /// finishes its parts first takes blocks of the other's large matrix products while it
+    /// waits).
     #[default]
     Parallel,
     /// Everything on the calling thread, one part after the other.

@@ -12,9 +12,10 @@
 //! `i % threads`; the calling thread is thread 0, the others are long-lived helpers of the
 //! [`Parts`] value), each thread computes its parts, the threads meet at a gate, and each
 //! commits its own parts. A thread that reaches the gate first takes blocks of the other
-//! threads' large matrix products while it waits ([`crate::helping`]), so even a thread
-//! without parts shortens the run. [`Parts::sequential`] computes every part in order on the
-//! calling thread, then commits every part in order.
+//! threads' large matrix products while it waits ([`crate::helping`]), so a small part
+//! beside a large one still pays. A run uses no more threads than it has parts (a run of one
+//! part stays on the calling thread). [`Parts::sequential`] computes every part in order on
+//! the calling thread, then commits every part in order.
 //!
 //! ## Guarantees
 //! - **The same bits either way**, provided the parts are independent: no part reads what
