@@ -269,6 +269,8 @@ struct Td3View<'a> {
     critic: &'a CriticEnsemble,
     critic_target: &'a CriticEnsemble,
     batch: &'a Batch,
+    /// The batch's observations on the learn device (both parts read them).
+    obs: Tensor<2>,
     dims: (usize, usize, usize),
     step: u64,
 }
@@ -350,12 +352,11 @@ impl Td3View<'_> {
         out: &'a mut Option<CriticStep>,
     ) -> Part<'a> {
         part(move || {
-            let (b, o, a) = self.dims;
+            let (b, _, a) = self.dims;
             let batch = self.batch;
-            let obs = matrix(&batch.obs, b, o, self.learn);
             let q = self
                 .critic
-                .forward(obs, matrix(&batch.action, b, a, self.learn));
+                .forward(self.obs.clone(), matrix(&batch.action, b, a, self.learn));
             let td = host(ensemble_td_errors(q.clone(), y.clone()));
             let loss = match batch.unweighted() {
                 true => sac_critic_loss(q, y),
@@ -383,8 +384,8 @@ impl Td3View<'_> {
         out: &'a mut Option<ActorStep>,
     ) -> Part<'a> {
         part(move || {
-            let (b, o, _) = self.dims;
-            let obs = matrix(&self.batch.obs, b, o, self.learn);
+            let b = self.dims.0;
+            let obs = self.obs.clone();
             let frozen = self.critic.clone().no_grad();
             let q = frozen.forward(obs.clone(), self.policy(self.actor, obs));
             let loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
@@ -488,6 +489,7 @@ impl OffPolicyLearner for Td3 {
             critic: &self.critic,
             critic_target: &self.critic_target,
             batch,
+            obs: matrix(&batch.obs, dims.0, dims.1, &self.learn),
             dims,
             step,
         };
