@@ -25,18 +25,19 @@ const OBS: usize = 17;
 const ACT: usize = 6;
 const BATCH: usize = 256;
 
-fn batches(n: usize) -> Vec<Batch> {
+/// `n` batches of `BATCH` random rows with `obs` observations and `act` actions.
+fn batches(n: usize, obs: usize, act: usize) -> Vec<Batch> {
     let mut rng = EmberRng::seed_from(3);
     let mut u =
         |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
     (0..n)
         .map(|_| {
-            let mut b = Batch::with_capacity(OBS, ACT, BATCH);
+            let mut b = Batch::with_capacity(obs, act, BATCH);
             b.len = BATCH;
-            b.obs = u(BATCH * OBS);
-            b.action = u(BATCH * ACT);
+            b.obs = u(BATCH * obs);
+            b.action = u(BATCH * act);
             b.reward = u(BATCH);
-            b.next_obs = u(BATCH * OBS);
+            b.next_obs = u(BATCH * obs);
             b.terminated = u(BATCH).iter().map(|&x| (x > 0.98) as u8 as f32).collect();
             b.truncated = vec![0.0; BATCH];
             b.weights = vec![1.0; BATCH];
@@ -50,7 +51,7 @@ fn sac_update(c: &mut Criterion) {
     g.warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(6))
         .sample_size(30);
-    let data = batches(16);
+    let data = batches(16, OBS, ACT);
     let obs = Space::Box(BoxSpace::uniform(OBS, f32::NEG_INFINITY, f32::INFINITY).unwrap());
     let act = Space::Box(BoxSpace::uniform(ACT, -1.0, 1.0).unwrap());
     for spec in bench_specs() {
@@ -138,21 +139,7 @@ fn td3_update(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(6))
         .sample_size(30);
     let (obs_dim, act_dim) = (3, 1);
-    let mut rng = EmberRng::seed_from(4);
-    let mut u =
-        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
-    let data: Vec<Batch> = (0..16)
-        .map(|_| {
-            let mut b = Batch::with_capacity(obs_dim, act_dim, BATCH);
-            b.len = BATCH;
-            (b.obs, b.action, b.reward) = (u(BATCH * obs_dim), u(BATCH * act_dim), u(BATCH));
-            b.next_obs = u(BATCH * obs_dim);
-            b.terminated = vec![0.0; BATCH];
-            b.truncated = vec![0.0; BATCH];
-            b.weights = vec![1.0; BATCH];
-            b
-        })
-        .collect();
+    let data = batches(16, obs_dim, act_dim);
     let obs = Space::Box(BoxSpace::uniform(obs_dim, -8.0, 8.0).unwrap());
     let act = Space::Box(BoxSpace::uniform(act_dim, -2.0, 2.0).unwrap());
     let device = DeviceSpec::Flex.device().unwrap();
