@@ -14,11 +14,13 @@
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
+use ember::algo::checkpoint::{existing_dir, write_dir_atomically};
 use ember::algo::parts::{Part, Parts, UpdateSchedule, part};
 use ember::algo::tensors::{column, learner_devices, matrix, obs_batch};
 use ember::algo::{
-    ActingCopy, ActionBuf, Agent, Devices, OffPolicyConfig, OffPolicyLearner, OptimizerKind,
-    Progress, SacConfig, TrainReport, Update, step_in_place, train_off_policy,
+    ActingCopy, ActionBuf, Agent, Checkpoint, Devices, OffPolicyConfig, OffPolicyLearner,
+    OffPolicyTrainer, OptimizerKind, Persist, PolicyWeights, Progress, SacConfig, TrainReport,
+    TrainingState, Update, Visitor, step_in_place, train_off_policy,
 };
 use ember::core::{Batch, EmberRng, Result};
 use ember::env::{SyncVecEnv, VecEnv};
@@ -242,6 +244,33 @@ impl OffPolicyLearner for Redq {
     fn gamma(&self) -> Option<f64> {
         Some(GAMMA)
     }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+/// Checkpoints, exact resume and the published policy follow from this list.
+impl Persist for Redq {
+    fn kind(&self) -> &str {
+        "redq"
+    }
+
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor", &mut self.actor)?;
+        v.nets("critic", &mut self.critics)?;
+        v.nets("target", &mut self.targets)?;
+        v.net("temperature", &mut self.temperature)?;
+        v.optims("critic_optim", &mut self.critic_opts)?;
+        v.optims("actor_optim", &mut self.actor_opts)?;
+        v.value(&mut self.rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.actor)
+    }
 }
 
 /// REDQ on Pendulum-v1: SAC's zoo trainer settings but `UPDATES_PER_STEP` updates per env
@@ -253,38 +282,94 @@ pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
     train_redq(seed, None, eval_every)
 }
 
-/// [`run_redq`] for `steps` env steps (`None`: the preset's) with evaluations every
-/// `eval_every` steps (0: none; then it does not stop early).
-fn train_redq(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<TrainReport> {
-    let device = ember::backend::DeviceSpec::Flex.device()?;
-    let mut env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
-    let mut redq = Redq::new(&env, seed, &Devices::same(&device))?;
+/// SAC's Pendulum-v1 trainer settings with `UPDATES_PER_STEP` updates per env step, for
+/// `steps` env steps (`None`: the preset's) with evaluations every `eval_every` steps (0:
+/// none; then it does not stop early).
+fn trainer_config(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<OffPolicyConfig> {
     let (_, trainer) = SacConfig::zoo("Pendulum-v1")?;
-    let config = OffPolicyConfig {
+    Ok(OffPolicyConfig {
         gradient_steps: UPDATES_PER_STEP,
         eval_every,
         target_return: (eval_every > 0).then_some(-200.0),
         total_steps: steps.unwrap_or(trainer.total_steps),
         seed,
         ..trainer
-    };
+    })
+}
+
+/// A fresh REDQ learner and its Pendulum-v1 environment.
+fn set_up(seed: u64) -> Result<(Redq, SyncVecEnv)> {
+    let device = ember::backend::DeviceSpec::Flex.device()?;
+    let env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
+    Ok((Redq::new(&env, seed, &Devices::same(&device))?, env))
+}
+
+/// [`run_redq`] for `steps` env steps (`None`: the preset's) with evaluations every
+/// `eval_every` steps (0: none; then it does not stop early).
+fn train_redq(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<TrainReport> {
+    let (mut redq, mut env) = set_up(seed)?;
+    let config = trainer_config(seed, steps, eval_every)?;
     let mut replay = config.build_replay(&env)?;
     let eval = ember::env::factory("Pendulum-v1")?;
     train_off_policy(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)
 }
 
+/// Trains `steps` env steps (no evaluations), keeping the whole run (learner, replay,
+/// environment, trainer) in `dir`, written atomically every `save_every` env steps; started
+/// again after a kill, it goes on from the last save exactly as if it had never stopped.
+/// Returns the report and the actor's weights.
+///
+/// # Errors
+/// An error of the environment or the learner, or a damaged saved run.
+pub fn train_resumable(
+    seed: u64,
+    steps: u64,
+    dir: &std::path::Path,
+    save_every: u64,
+) -> Result<(TrainReport, Vec<f32>)> {
+    let (mut redq, mut env) = set_up(seed)?;
+    let config = trainer_config(seed, Some(steps), 0)?;
+    let mut replay = config.build_replay(&env)?;
+    let eval = ember::env::factory("Pendulum-v1")?;
+    let mut trainer =
+        OffPolicyTrainer::new(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)?;
+    if let Some(saved) = existing_dir(dir) {
+        trainer.load_state(&saved)?;
+    }
+    while !trainer.is_done() {
+        trainer.step()?;
+        if trainer.report().env_steps.is_multiple_of(save_every.max(1)) {
+            write_dir_atomically(dir, |tmp| trainer.save_state(tmp))?;
+        }
+    }
+    let report = trainer.finish()?;
+    Ok((report, redq.policy_weights()))
+}
+
 /// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
 /// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`).
+/// `custom_redq --steps N --state DIR`: the same, kept in `DIR` every 100 env steps and
+/// resumed from it when started again.
 #[allow(dead_code)] // the learning test includes this file as a module
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, n] = &args[..]
+    if let [flag, n, rest @ ..] = &args[..]
         && flag == "--steps"
     {
         let steps = n
             .parse()
             .map_err(|_| ember::core::Error::invalid("--steps", n, "a number of env steps"))?;
-        let r = train_redq(1, Some(steps), 0)?;
+        let r = match rest {
+            [] => train_redq(1, Some(steps), 0)?,
+            [flag, dir] if flag == "--state" => train_resumable(1, steps, dir.as_ref(), 100)?.0,
+            _ => {
+                return Err(ember::core::Error::invalid(
+                    "arguments",
+                    rest.join(" "),
+                    "--state DIR",
+                ));
+            }
+        };
         let rate = r.env_steps as f64 / r.wall_secs;
         println!(
             "env_steps={} updates={} wall_s={:.2} env_steps_per_s={rate:.1}",

@@ -1,13 +1,17 @@
 //! The REDQ example (`examples/custom_redq.rs`: an algorithm outside the library, assembled
 //! from its public parts) learns Pendulum-v1: its first evaluation ≥ −200 comes in fewer
 //! env steps than the library's SAC with the same seed and trainer settings (both
-//! evaluated every 250 steps, 10 deterministic episodes, on flex).
+//! evaluated every 250 steps, 10 deterministic episodes, on flex); killed at random
+//! instants, it resumes exactly.
 
 #[path = "../examples/custom_redq.rs"]
 mod redq;
 
 use ember::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
 use ember::env::{SyncVecEnv, VecEnv};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const SEED: u64 = 1;
 const EVAL_EVERY: u64 = 250;
@@ -64,4 +68,94 @@ fn redq_reaches_minus_200_in_fewer_env_steps_than_sac() {
     // Many critic updates per env step (UPDATES_PER_STEP after the random warm-up).
     let per_step = redq.updates as f64 / redq.env_steps as f64;
     assert!(per_step > redq::UPDATES_PER_STEP as f64 / 2.0, "{per_step}");
+}
+
+/// Set in the child processes of [`redq_killed_at_random_instants_resumes_exactly`]: the
+/// folder the child keeps its run in.
+const CHILD: &str = "EMBER_REDQ_CHILD_RUN";
+
+/// A run's counters, last metrics and actor weights, as text that is equal only when they
+/// are equal bit for bit (the weights as an FNV-1a hash of their bits, and their count).
+fn outcome(report: &TrainReport, weights: &[f32]) -> String {
+    let hash = weights.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, w| {
+        (h ^ u64::from(w.to_bits())).wrapping_mul(0x0100_0000_01b3)
+    });
+    let metrics: Vec<String> = report
+        .last_metrics
+        .0
+        .iter()
+        .map(|(n, v)| format!("{n}={:x}", v.to_bits()))
+        .collect();
+    format!(
+        "env_steps={} updates={} episodes={} metrics={} weights={}:{hash:016x}",
+        report.env_steps,
+        report.updates,
+        report.episodes,
+        metrics.join(","),
+        weights.len()
+    )
+}
+
+/// REDQ keeps its run every 20 env steps ([`redq::train_resumable`], the learner's state
+/// through its `Persist` list); a child process running it is killed at random instants and
+/// started again until one finishes. Its counters, last metrics and actor equal those of
+/// an uninterrupted run.
+#[test]
+fn redq_killed_at_random_instants_resumes_exactly() {
+    const STEPS: u64 = 300;
+    const EVERY: u64 = 20;
+    if let Ok(dir) = std::env::var(CHILD) {
+        // A child started below: train (or go on), then write the outcome atomically.
+        let (report, weights) = redq::train_resumable(SEED, STEPS, dir.as_ref(), EVERY).unwrap();
+        let out = Path::new(&dir).with_extension("out");
+        std::fs::write(out.with_extension("tmp"), outcome(&report, &weights)).unwrap();
+        std::fs::rename(out.with_extension("tmp"), out).unwrap();
+        return;
+    }
+    let base = std::env::temp_dir().join(format!("ember-redq-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let started = Instant::now();
+    let (report, weights) = redq::train_resumable(SEED, STEPS, &base.join("whole"), EVERY).unwrap();
+    let whole_ms = started.elapsed().as_millis() as u64;
+    assert!(report.updates > 0, "the run made no updates");
+    let expected = outcome(&report, &weights);
+
+    let killed = base.join("killed");
+    let mut rng = ember::core::EmberRng::seed_from(5);
+    let mut kills = 0;
+    loop {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "redq_killed_at_random_instants_resumes_exactly",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD, &killed)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Up to the whole run's duration: most children are killed part-way.
+        let delay = (rng.next_f64() * whole_ms as f64) as u64;
+        std::thread::sleep(Duration::from_millis(delay));
+        match child.try_wait().unwrap() {
+            Some(status) => {
+                let out = child.wait_with_output().unwrap();
+                assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                break;
+            }
+            None => {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                kills += 1;
+                assert!(kills < 100, "the killed run never finished");
+            }
+        }
+    }
+    println!("REDQ: finished after {kills} kills (whole run {whole_ms} ms)");
+    assert!(kills >= 2, "killed only {kills} times");
+    let got = std::fs::read_to_string(killed.with_extension("out")).unwrap();
+    assert_eq!(got, expected);
+    std::fs::remove_dir_all(&base).unwrap();
 }

@@ -87,7 +87,7 @@ pub trait Agent {
 /// config on another machine loads them and acts locally.
 pub trait PolicyWeights {
     /// The acting policy's parameters (DQN's Q network, SAC's and TD3's actor).
-    fn policy_weights(&self) -> Vec<f32>;
+    fn policy_weights(&mut self) -> Vec<f32>;
 
     /// Loads parameters [`PolicyWeights::policy_weights`] of a learner of the same config
     /// wrote; the next action comes from them.

@@ -22,7 +22,7 @@ pub trait Checkpoint {
     ///
     /// # Errors
     /// An I/O error writing a file.
-    fn save_networks(&self, dir: &Path) -> Result<()>;
+    fn save_networks(&mut self, dir: &Path) -> Result<()>;
 
     /// Reads the networks that [`Checkpoint::save_networks`] wrote into `dir`. On an error
     /// the learner is left as it was.
@@ -179,7 +179,11 @@ pub fn existing_dir(dir: &Path) -> Option<PathBuf> {
 ///
 /// # Errors
 /// An I/O error; the previous checkpoint is then left as it was.
-pub fn save_checkpoint(learner: &dyn Checkpoint, dir: &Path, info: &CheckpointInfo) -> Result<()> {
+pub fn save_checkpoint(
+    learner: &mut dyn Checkpoint,
+    dir: &Path,
+    info: &CheckpointInfo,
+) -> Result<()> {
     write_dir_atomically(dir, |partial| {
         learner.save_networks(partial)?;
         let text = toml::to_string(info).expect("checkpoint info serialises");
@@ -244,7 +248,10 @@ pub(crate) struct Checkpointer {
 impl Checkpointer {
     /// A schedule for `config`; an error if checkpoints are asked of a learner without
     /// them (`learner` is its `checkpoint()`).
-    pub(crate) fn new(config: &CheckpointConfig, learner: Option<&dyn Checkpoint>) -> Result<Self> {
+    pub(crate) fn new(
+        config: &CheckpointConfig,
+        learner: Option<&mut dyn Checkpoint>,
+    ) -> Result<Self> {
         if let (Some(dir), None) = (&config.dir, learner) {
             return Err(unsupported(dir));
         }
@@ -266,7 +273,7 @@ impl Checkpointer {
     /// succeeded.
     pub(crate) fn maybe(
         &mut self,
-        learner: Option<&dyn Checkpoint>,
+        learner: Option<&mut dyn Checkpoint>,
         env_steps: u64,
         updates: u64,
     ) -> Result<()> {
@@ -304,7 +311,7 @@ impl Checkpointer {
     /// Writes the final checkpoint (unless the last one was taken at `env_steps`).
     pub(crate) fn finish(
         &mut self,
-        learner: Option<&dyn Checkpoint>,
+        learner: Option<&mut dyn Checkpoint>,
         env_steps: u64,
         updates: u64,
     ) -> Result<()> {

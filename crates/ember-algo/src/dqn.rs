@@ -3,29 +3,26 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
-use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::checkpoint::Checkpoint;
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions};
 use crate::off_policy::OffPolicyConfig;
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::schedule::LinearSchedule;
 use crate::tensors::{column, host, host_indices, index_column, matrix};
-use crate::training_state::{
-    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
-};
+use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
-use ember_core::state::StateWriter;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_loss::{
     checked_loss, double_dqn_value, huber, huber_weighted, td_target, td_target_discounted,
 };
 use ember_nn::{DiscreteQ, MlpConfig, hard_target};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// DQN hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -241,34 +238,6 @@ impl Dqn {
     }
 }
 
-impl Checkpoint for Dqn {
-    /// `q` and `target_q` safetensors files.
-    fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(&self.q, dir, "q")?;
-        save_module(&self.target, dir, "target_q")
-    }
-
-    fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let q = load_module(self.q.clone(), dir, "q")?;
-        let target = load_module(self.target.clone(), dir, "target_q")?;
-        self.acting.refresh(&q);
-        (self.q, self.target) = (q, target);
-        Ok(())
-    }
-}
-
-impl crate::agent::PolicyWeights for Dqn {
-    /// The online Q network.
-    fn policy_weights(&self) -> Vec<f32> {
-        ember_nn::flat_params(&self.q)
-    }
-
-    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        self.q = self.acting.load_flat(self.q.clone(), weights)?;
-        Ok(())
-    }
-}
-
 impl Agent for Dqn {
     fn obs_dim(&self) -> usize {
         self.obs_dim
@@ -366,7 +335,7 @@ impl OffPolicyLearner for Dqn {
         Some(self.config.gamma)
     }
 
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         Some(self)
     }
 
@@ -375,45 +344,21 @@ impl OffPolicyLearner for Dqn {
     }
 }
 
-impl TrainingState for Dqn {
-    /// Q, target, optimizer and acting copy (burnpack files); ε, the target-update clock,
-    /// the generator and the counters (`learner.state`).
-    fn save_state(&self, dir: &Path) -> Result<()> {
-        save_net(&self.q, dir, "q")?;
-        save_net(&self.target, dir, "target_q")?;
-        save_optim(&self.optim, dir, "optim")?;
-        self.acting.save_state(dir)?;
-        let mut w = StateWriter::new();
-        w.f64(self.epsilon)
-            .u64(self.last_target_update)
-            .rng(&self.rng)
-            .u64(self.progress.env_steps)
-            .u64(self.progress.updates)
-            .u64(self.acting.since());
-        save_scalars(dir, "dqn", w)
+impl Persist for Dqn {
+    fn kind(&self) -> &str {
+        "dqn"
     }
 
-    fn load_state(&mut self, dir: &Path) -> Result<()> {
-        let q = load_net(self.q.clone(), dir, "q")?;
-        let target = load_net(self.target.clone(), dir, "target_q")?;
-        let optim = load_optim(&self.optim, dir, "optim")?;
-        let acting = self.acting.load_module(dir)?;
-        let (epsilon, last, rng, progress, since) = load_scalars(dir, "dqn", |r| {
-            Ok((
-                r.f64()?,
-                r.u64()?,
-                r.rng()?,
-                Progress {
-                    env_steps: r.u64()?,
-                    updates: r.u64()?,
-                },
-                r.u64()?,
-            ))
-        })?;
-        (self.q, self.target, self.optim) = (q, target, optim);
-        self.acting.restore(acting, since);
-        (self.epsilon, self.last_target_update, self.rng) = (epsilon, last, rng);
-        self.progress = progress;
-        Ok(())
+    /// Q and its target, the optimizer; ε, the target-update clock, the generator, the
+    /// counters and the acting copy of Q (the published policy).
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("q", &mut self.q)?;
+        v.net("target_q", &mut self.target)?;
+        v.optim("optim", &mut self.optim)?;
+        v.value(&mut self.epsilon)?;
+        v.value(&mut self.last_target_update)?;
+        v.value(&mut self.rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.q)
     }
 }

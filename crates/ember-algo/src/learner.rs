@@ -76,7 +76,7 @@ pub trait OffPolicyLearner: Agent {
 
     /// The learner's networks as a [`Checkpoint`], if it can write them (the trainers
     /// refuse a checkpoint config up front otherwise). Default: `None`.
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         None
     }
 
@@ -254,7 +254,7 @@ pub trait OnPolicyLearner: Agent {
     fn progress(&mut self) -> &mut Progress;
 
     /// The learner's networks as a [`Checkpoint`], if it can write them. Default: `None`.
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         None
     }
 

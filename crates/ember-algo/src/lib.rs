@@ -81,6 +81,7 @@ mod off_policy;
 mod on_policy;
 mod optimizer;
 pub mod parts;
+pub mod persist;
 mod policy_gradient;
 mod ppo;
 mod reinforce;
@@ -115,6 +116,7 @@ pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_of
 pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};
 pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place};
 pub use parts::UpdateSchedule;
+pub use persist::{Loaded, Persist, Value, Visitor};
 pub use policy_gradient::PolicyGradient;
 pub use ppo::PpoConfig;
 pub use reinforce::ReinforceConfig;

@@ -7,28 +7,25 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
-use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::checkpoint::Checkpoint;
 use crate::devices::Devices;
 use crate::learner::{
     ActingRecord, AdvantageMode, Metrics, OnPolicyLearner, Progress, RolloutBatch,
     check_discrete_actions,
 };
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::persist::{Persist, Visitor};
 use crate::sde::SdeSchedule;
 use crate::tensors::{column, host, matrix};
-use crate::training_state::{
-    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
-};
+use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Device;
-use ember_core::state::StateWriter;
 use ember_core::{BoxSpace, EmberRng, Error, Result, Space};
 use ember_loss::{
     checked_loss, clipped_values, entropy_loss, mse, policy_gradient_loss, ppo_clip_loss,
 };
 use ember_nn::{Activation, ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyHead};
-use std::path::Path;
 
 /// PPO's part of the settings (absent for A2C and REINFORCE).
 #[derive(Clone, Debug, PartialEq)]
@@ -441,20 +438,6 @@ fn shuffle(order: &mut [usize], rng: &mut EmberRng) {
     }
 }
 
-impl Checkpoint for PolicyGradient {
-    /// One `actor_critic` safetensors file.
-    fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(&self.net, dir, "actor_critic")
-    }
-
-    fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let net = load_module(self.net.clone(), dir, "actor_critic")?;
-        self.acting.refresh(&net);
-        self.net = net;
-        Ok(())
-    }
-}
-
 impl Agent for PolicyGradient {
     fn obs_dim(&self) -> usize {
         self.obs_dim
@@ -521,7 +504,7 @@ impl OnPolicyLearner for PolicyGradient {
         &mut self.progress
     }
 
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         Some(self)
     }
 
@@ -530,42 +513,20 @@ impl OnPolicyLearner for PolicyGradient {
     }
 }
 
-impl TrainingState for PolicyGradient {
-    /// The network, its optimizer and the acting copy (burnpack files); the generator and
-    /// the counters (`learner.state`).
-    fn save_state(&self, dir: &Path) -> Result<()> {
-        save_net(&self.net, dir, "actor_critic")?;
-        save_optim(&self.optim, dir, "optim")?;
-        self.acting.save_state(dir)?;
-        let mut w = StateWriter::new();
-        w.rng(&self.rng)
-            .u64(self.progress.env_steps)
-            .u64(self.progress.updates)
-            .u64(self.acting.since());
-        self.sde.save(&mut w);
-        save_scalars(dir, self.settings.name, w)
+impl Persist for PolicyGradient {
+    fn kind(&self) -> &str {
+        self.settings.name
     }
 
-    fn load_state(&mut self, dir: &Path) -> Result<()> {
-        let net = load_net(self.net.clone(), dir, "actor_critic")?;
-        let optim = load_optim(&self.optim, dir, "optim")?;
-        let acting = self.acting.load_module(dir)?;
-        let (rng, progress, since, sde) = load_scalars(dir, self.settings.name, |r| {
-            Ok((
-                r.rng()?,
-                Progress {
-                    env_steps: r.u64()?,
-                    updates: r.u64()?,
-                },
-                r.u64()?,
-                self.sde.load(r)?,
-            ))
-        })?;
-        (self.net, self.optim) = (net, optim);
-        self.acting.restore(acting, since);
-        (self.rng, self.progress) = (rng, progress);
-        self.sde = sde;
-        Ok(())
+    /// The actor-critic network and its optimizer; the generator, the counters, the
+    /// acting copy and the gSDE schedule.
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor_critic", &mut self.net)?;
+        v.optim("optim", &mut self.optim)?;
+        v.value(&mut self.rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.net)?;
+        v.value(&mut self.sde)
     }
 }
 

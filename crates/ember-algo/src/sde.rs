@@ -2,6 +2,7 @@
 //! explore with gSDE (SAC, PPO, A2C): every `every` exploring acts, or (`every = 0`, SB3's
 //! `sde_sample_freq = −1`) at the first exploring act after each round of updates.
 
+use crate::persist::Value;
 use ember_core::Result;
 use ember_core::state::{StateReader, StateWriter};
 
@@ -43,15 +44,17 @@ impl SdeSchedule {
     pub fn updated(&mut self) {
         self.stale = true;
     }
+}
 
-    /// Appends the schedule's state to a learner snapshot.
-    pub fn save(&self, w: &mut StateWriter) {
+impl Value for SdeSchedule {
+    /// The weights, the act counter and whether they are stale.
+    fn write(&self, w: &mut StateWriter) {
         w.f32s(&self.weights).u64(self.acts).bool(self.stale);
     }
 
-    /// Reads what [`SdeSchedule::save`] wrote; a snapshot written before gSDE existed
-    /// ends before it, and gives a fresh schedule.
-    pub fn load(&self, r: &mut StateReader<'_>) -> Result<Self> {
+    /// A snapshot written before gSDE existed ends before the schedule, and gives a fresh
+    /// one.
+    fn read(&self, r: &mut StateReader<'_>) -> Result<Self> {
         if r.at_end() {
             return Ok(SdeSchedule::new(self.every));
         }
@@ -92,11 +95,11 @@ mod tests {
         }
         assert_eq!(n, 3);
         let mut w = StateWriter::new();
-        every3.save(&mut w);
+        every3.write(&mut w);
         let words = w.into_words();
-        let back = every3.load(&mut StateReader::new(&words, "sde")).unwrap();
+        let back = every3.read(&mut StateReader::new(&words, "sde")).unwrap();
         assert_eq!((back.weights, back.acts, back.stale), (vec![3.0], 1, false));
-        let fresh = every3.load(&mut StateReader::new(&[], "old")).unwrap();
+        let fresh = every3.read(&mut StateReader::new(&[], "old")).unwrap();
         assert!(fresh.weights.is_empty() && fresh.stale);
     }
 }

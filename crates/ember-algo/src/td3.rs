@@ -4,23 +4,21 @@
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
-use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::checkpoint::Checkpoint;
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::parts::{Part, Parts, UpdateSchedule, part};
+use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::tensors::{column, host, matrix};
-use crate::training_state::{
-    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
-};
+use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::activation::tanh;
 use burn::tensor::{Device, Tensor, TensorData};
-use ember_core::state::StateWriter;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_loss::{
     checked_loss, ensemble_td_errors, sac_critic_loss, sac_critic_loss_weighted, td_target,
@@ -28,7 +26,6 @@ use ember_loss::{
 };
 use ember_nn::{CriticEnsemble, CriticEnsembleConfig, Mlp, MlpConfig, noise, polyak_update};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// TD3 hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -402,39 +399,6 @@ impl Td3View<'_> {
     }
 }
 
-impl Checkpoint for Td3 {
-    /// `actor`, `critic` and their targets as safetensors files.
-    fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(&self.actor, dir, "actor")?;
-        save_module(&self.critic, dir, "critic")?;
-        save_module(&self.actor_target, dir, "actor_target")?;
-        save_module(&self.critic_target, dir, "critic_target")
-    }
-
-    fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let actor = load_module(self.actor.clone(), dir, "actor")?;
-        let critic = load_module(self.critic.clone(), dir, "critic")?;
-        let actor_target = load_module(self.actor_target.clone(), dir, "actor_target")?;
-        let critic_target = load_module(self.critic_target.clone(), dir, "critic_target")?;
-        self.acting.refresh(&actor);
-        (self.actor, self.critic) = (actor, critic);
-        (self.actor_target, self.critic_target) = (actor_target, critic_target);
-        Ok(())
-    }
-}
-
-impl crate::agent::PolicyWeights for Td3 {
-    /// The actor.
-    fn policy_weights(&self) -> Vec<f32> {
-        ember_nn::flat_params(&self.actor)
-    }
-
-    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        self.actor = self.acting.load_flat(self.actor.clone(), weights)?;
-        Ok(())
-    }
-}
-
 impl Agent for Td3 {
     fn obs_dim(&self) -> usize {
         self.obs_dim
@@ -527,7 +491,7 @@ impl OffPolicyLearner for Td3 {
         Some(self.config.gamma)
     }
 
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         Some(self)
     }
 
@@ -536,48 +500,22 @@ impl OffPolicyLearner for Td3 {
     }
 }
 
-impl TrainingState for Td3 {
-    /// The four networks, both optimizers and the acting copy (burnpack files); the
-    /// generator and the counters (`learner.state`).
-    fn save_state(&self, dir: &Path) -> Result<()> {
-        save_net(&self.actor, dir, "actor")?;
-        save_net(&self.critic, dir, "critic")?;
-        save_net(&self.actor_target, dir, "actor_target")?;
-        save_net(&self.critic_target, dir, "critic_target")?;
-        save_optim(&self.actor_opt, dir, "actor_optim")?;
-        save_optim(&self.critic_opt, dir, "critic_optim")?;
-        self.acting.save_state(dir)?;
-        let mut w = StateWriter::new();
-        w.rng(&self.rng)
-            .u64(self.progress.env_steps)
-            .u64(self.progress.updates)
-            .u64(self.acting.since());
-        save_scalars(dir, "td3", w)
+impl Persist for Td3 {
+    fn kind(&self) -> &str {
+        "td3"
     }
 
-    fn load_state(&mut self, dir: &Path) -> Result<()> {
-        let actor = load_net(self.actor.clone(), dir, "actor")?;
-        let critic = load_net(self.critic.clone(), dir, "critic")?;
-        let actor_target = load_net(self.actor_target.clone(), dir, "actor_target")?;
-        let critic_target = load_net(self.critic_target.clone(), dir, "critic_target")?;
-        let actor_opt = load_optim(&self.actor_opt, dir, "actor_optim")?;
-        let critic_opt = load_optim(&self.critic_opt, dir, "critic_optim")?;
-        let acting = self.acting.load_module(dir)?;
-        let (rng, progress, since) = load_scalars(dir, "td3", |r| {
-            Ok((
-                r.rng()?,
-                Progress {
-                    env_steps: r.u64()?,
-                    updates: r.u64()?,
-                },
-                r.u64()?,
-            ))
-        })?;
-        (self.actor, self.critic) = (actor, critic);
-        (self.actor_target, self.critic_target) = (actor_target, critic_target);
-        (self.actor_opt, self.critic_opt) = (actor_opt, critic_opt);
-        self.acting.restore(acting, since);
-        (self.rng, self.progress) = (rng, progress);
-        Ok(())
+    /// The actor, the critic ensemble and their targets; both optimizers; the generator,
+    /// the counters and the acting copy of the actor (the published policy).
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor", &mut self.actor)?;
+        v.net("critic", &mut self.critic)?;
+        v.net("actor_target", &mut self.actor_target)?;
+        v.net("critic_target", &mut self.critic_target)?;
+        v.optim("actor_optim", &mut self.actor_opt)?;
+        v.optim("critic_optim", &mut self.critic_opt)?;
+        v.value(&mut self.rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.actor)
     }
 }

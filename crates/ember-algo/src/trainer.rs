@@ -45,7 +45,7 @@ pub trait Trainer {
     fn agent(&mut self) -> &mut dyn Agent;
 
     /// The learner's weight checkpoints, if it has them.
-    fn checkpoint(&mut self) -> Option<&dyn Checkpoint>;
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint>;
 
     /// The observation statistics the learner acts through, when the trainer normalises
     /// observations (save them beside weights: [`ember_env::ObsNormalizer::save_file`]).
@@ -79,7 +79,7 @@ impl<L: OffPolicyLearner, S: Sampler> Trainer for OffPolicyTrainer<'_, L, S> {
     fn agent(&mut self) -> &mut dyn Agent {
         self.learner()
     }
-    fn checkpoint(&mut self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         self.learner().checkpoint()
     }
     fn finish(self: Box<Self>) -> Result<TrainReport> {
@@ -106,7 +106,7 @@ impl<L: OnPolicyLearner> Trainer for OnPolicyTrainer<'_, L> {
     fn agent(&mut self) -> &mut dyn Agent {
         self.learner()
     }
-    fn checkpoint(&mut self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         self.learner().checkpoint()
     }
     fn obs_normalizer(&self) -> Option<ember_env::ObsNormalizer> {

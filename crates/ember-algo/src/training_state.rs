@@ -20,7 +20,7 @@ pub trait TrainingState {
     ///
     /// # Errors
     /// An I/O error writing a file.
-    fn save_state(&self, dir: &Path) -> Result<()>;
+    fn save_state(&mut self, dir: &Path) -> Result<()>;
 
     /// Reads what [`TrainingState::save_state`] wrote into a learner built with the same
     /// config and spaces. On an error the learner is left as it was.

@@ -58,9 +58,9 @@ fn round_trip_restores_sac_dqn_and_a2c() {
         };
         c.build(obs, act, &common::same(&device)).unwrap()
     };
-    let (a, mut b) = (sac(1), sac(2));
+    let (mut a, mut b) = (sac(1), sac(2));
     let dir = temp_dir("sac");
-    save_checkpoint(&a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info).unwrap();
     let mut a2 = sac(1);
     assert_ne!(probe(&mut a2, 3), probe(&mut b, 3));
     assert_eq!(load_checkpoint(&mut b, &dir).unwrap(), info);
@@ -88,9 +88,9 @@ fn round_trip_restores_sac_dqn_and_a2c() {
         };
         c.build(obs, act, &common::same(&device)).unwrap()
     };
-    let (a, mut b) = (dqn(1), dqn(2));
+    let (mut a, mut b) = (dqn(1), dqn(2));
     let dir = temp_dir("dqn");
-    save_checkpoint(&a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info).unwrap();
     load_checkpoint(&mut b, &dir).unwrap();
     let x = Tensor::<2>::from_data(TensorData::new(vec![0.2f32; 8], [2, 4]), &device);
     assert_eq!(
@@ -107,7 +107,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
     };
     let (mut a, mut b): (PolicyGradient, PolicyGradient) = (pg(1), pg(2));
     let dir = temp_dir("a2c");
-    save_checkpoint(&a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info).unwrap();
     load_checkpoint(&mut b, &dir).unwrap();
     assert_eq!(probe(&mut a, 4), probe(&mut b, 4));
     for name in ["sac", "dqn", "a2c"] {
@@ -134,7 +134,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
     // A folder of another learner: the info loads, the network file is missing.
     let dir = temp_dir("wrong-kind");
     let pendulum = env("Pendulum-v1");
-    let sac = SacConfig::default()
+    let mut sac = SacConfig::default()
         .build(
             pendulum.single_observation_space(),
             pendulum.single_action_space(),
@@ -145,7 +145,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
         env_steps: 1,
         updates: 1,
     };
-    save_checkpoint(&sac, &dir, &info).unwrap();
+    save_checkpoint(&mut sac, &dir, &info).unwrap();
     let err = load_checkpoint(&mut dqn, &dir).unwrap_err();
     assert!(err.to_string().contains("q.safetensors"), "{err}");
 

@@ -9,27 +9,24 @@ use super::update::{
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
-use crate::checkpoint::{Checkpoint, load_module, save_module};
+use crate::checkpoint::Checkpoint;
 use crate::config::Validate;
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::optimizer::OptimizerKind;
+use crate::persist::{Loaded, Persist, Visitor};
 use crate::sde::SdeSchedule;
 use crate::tensors::{column, matrix};
-use crate::training_state::{
-    TrainingState, load_net, load_optim, load_scalars, save_net, save_optim, save_scalars,
-};
+use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use ember_core::state::StateWriter;
 use ember_core::worker::Worker;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_nn::{
     CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,
     GaussianTanhPolicyConfig, Temperature, hard_target,
 };
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -277,29 +274,6 @@ impl Sac {
     }
 }
 
-impl Checkpoint for Sac {
-    /// `actor`, `critic`, `target_critic` and `temperature` safetensors files.
-    fn save_networks(&self, dir: &Path) -> Result<()> {
-        save_module(&self.actor, dir, "actor")?;
-        save_module(&self.critic, dir, "critic")?;
-        save_module(&self.target, dir, "target_critic")?;
-        save_module(&self.temperature, dir, "temperature")
-    }
-
-    fn load_networks(&mut self, dir: &Path) -> Result<()> {
-        let actor = load_module(self.actor.clone(), dir, "actor")?;
-        let critic = load_module(self.critic.clone(), dir, "critic")?;
-        let target = load_module(self.target.clone(), dir, "target_critic")?;
-        let temperature = load_module(self.temperature.clone(), dir, "temperature")?;
-        self.alpha = temperature.alpha();
-        self.acting.refresh(&actor);
-        self.refresh_frozen()?;
-        (self.actor, self.critic, self.target) = (actor, critic, target);
-        self.temperature = temperature;
-        Ok(())
-    }
-}
-
 /// The host fast path of `acting`, when it acts on a host CPU device (flex, ndarray).
 fn frozen_copy(
     acting: &ActingCopy<GaussianTanhPolicy>,
@@ -327,18 +301,6 @@ impl Sac {
             Some(f) => f.refresh(self.acting.module()),
             None => Ok(()),
         }
-    }
-}
-
-impl crate::agent::PolicyWeights for Sac {
-    /// The actor.
-    fn policy_weights(&self) -> Vec<f32> {
-        ember_nn::flat_params(&self.actor)
-    }
-
-    fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        self.actor = self.acting.load_flat(self.actor.clone(), weights)?;
-        self.refresh_frozen()
     }
 }
 
@@ -462,7 +424,7 @@ impl OffPolicyLearner for Sac {
         Some(self.config.gamma)
     }
 
-    fn checkpoint(&self) -> Option<&dyn Checkpoint> {
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
         Some(self)
     }
 
@@ -478,61 +440,36 @@ fn locked(optim: &Mutex<ModuleOptimizer>) -> std::sync::MutexGuard<'_, ModuleOpt
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl TrainingState for Sac {
-    /// The networks, their optimizers and the acting copy (burnpack files), α, both
-    /// generators and the counters (`learner.state`).
-    fn save_state(&self, dir: &Path) -> Result<()> {
-        save_net(&self.actor, dir, "actor")?;
-        save_net(&self.critic, dir, "critic")?;
-        save_net(&self.target, dir, "target_critic")?;
-        save_net(&self.temperature, dir, "temperature")?;
-        save_optim(&self.actor_optim, dir, "actor_optim")?;
-        save_optim(&locked(&self.critic_optim), dir, "critic_optim")?;
-        save_optim(&self.alpha_optim, dir, "alpha_optim")?;
-        self.acting.save_state(dir)?;
-        let mut w = StateWriter::new();
-        w.f64(self.alpha)
-            .rng(&self.noise_rng)
-            .rng(&self.act_rng)
-            .u64(self.progress.env_steps)
-            .u64(self.progress.updates)
-            .u64(self.acting.since());
-        self.sde.save(&mut w);
-        save_scalars(dir, "sac", w)
+impl Persist for Sac {
+    fn kind(&self) -> &str {
+        "sac"
     }
 
-    fn load_state(&mut self, dir: &Path) -> Result<()> {
-        let actor = load_net(self.actor.clone(), dir, "actor")?;
-        let critic = load_net(self.critic.clone(), dir, "critic")?;
-        let target = load_net(self.target.clone(), dir, "target_critic")?;
-        let temperature = load_net(self.temperature.clone(), dir, "temperature")?;
-        let actor_optim = load_optim(&self.actor_optim, dir, "actor_optim")?;
-        let critic_optim = load_optim(&locked(&self.critic_optim), dir, "critic_optim")?;
-        let alpha_optim = load_optim(&self.alpha_optim, dir, "alpha_optim")?;
-        let acting = self.acting.load_module(dir)?;
-        let (alpha, noise_rng, act_rng, progress, since, sde) = load_scalars(dir, "sac", |r| {
-            Ok((
-                r.f64()?,
-                r.rng()?,
-                r.rng()?,
-                Progress {
-                    env_steps: r.u64()?,
-                    updates: r.u64()?,
-                },
-                r.u64()?,
-                self.sde.load(r)?,
-            ))
-        })?;
-        (self.actor, self.critic, self.target) = (actor, critic, target);
-        self.temperature = temperature;
-        (self.actor_optim, self.alpha_optim) = (actor_optim, alpha_optim);
-        *locked(&self.critic_optim) = critic_optim;
-        self.acting.restore(acting, since);
-        self.refresh_frozen()?;
-        (self.alpha, self.noise_rng, self.act_rng) = (alpha, noise_rng, act_rng);
-        self.sde = sde;
-        self.progress = progress;
-        Ok(())
+    /// The actor, the critic ensemble, its target and the temperature; their optimizers;
+    /// α, both generators, the counters, the acting copy of the actor (the published
+    /// policy) and the gSDE schedule.
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor", &mut self.actor)?;
+        v.net("critic", &mut self.critic)?;
+        v.net("target_critic", &mut self.target)?;
+        v.net("temperature", &mut self.temperature)?;
+        v.optim("actor_optim", &mut self.actor_optim)?;
+        v.optim("critic_optim", &mut locked(&self.critic_optim))?;
+        v.optim("alpha_optim", &mut self.alpha_optim)?;
+        v.value(&mut self.alpha)?;
+        v.value(&mut self.noise_rng)?;
+        v.value(&mut self.act_rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.actor)?;
+        v.value(&mut self.sde)
+    }
+
+    /// α follows a loaded temperature; the host copy of the policy follows the acting copy.
+    fn loaded(&mut self, what: Loaded) -> Result<()> {
+        if what == Loaded::Networks {
+            self.alpha = self.temperature.alpha();
+        }
+        self.refresh_frozen()
     }
 }
 
