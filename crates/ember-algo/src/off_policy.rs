@@ -395,7 +395,11 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
     /// A learner or environment without exact snapshots ([`Error::Unavailable`]), an I/O
     /// error.
     pub fn save_state(&mut self, dir: &Path) -> Result<()> {
-        crate::trainer::save_learner_and_env(self.learner.training_state(), &*self.env, dir)?;
+        crate::training_state::save_learner_and_env(
+            self.learner.training_state(),
+            &*self.env,
+            dir,
+        )?;
         self.replay.save(dir.join("replay.bin"))?;
         let mut out = StateWriter::new();
         self.save_own_state(&mut out);
@@ -449,7 +453,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             trainer.load_own_state(&mut src, &self.config)?;
             src.finish()?;
         }
-        crate::trainer::load_learner_and_env(
+        crate::training_state::load_learner_and_env(
             self.learner.training_state(),
             &mut *self.env,
             &env_words,
@@ -507,8 +511,8 @@ impl OwnState {
         let obs_dim = self.obs.len() / n.max(1);
         Error::check_len("observation width of the saved run", obs_dim, src.usize()?)?;
         let _act_dim = src.u64()?;
-        crate::trainer::check_saved("total_steps", config.total_steps, src.u64()?)?;
-        crate::trainer::check_saved("seed", config.seed, src.u64()?)?;
+        crate::training_state::check_saved("total_steps", config.total_steps, src.u64()?)?;
+        crate::training_state::check_saved("seed", config.seed, src.u64()?)?;
         self.start = Progress {
             env_steps: src.u64()?,
             updates: src.u64()?,

@@ -403,7 +403,11 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
     /// # Errors
     /// A learner or environment without exact snapshots, an I/O error.
     pub fn save_state(&mut self, dir: &Path) -> Result<()> {
-        crate::trainer::save_learner_and_env(self.learner.training_state(), &*self.env, dir)?;
+        crate::training_state::save_learner_and_env(
+            self.learner.training_state(),
+            &*self.env,
+            dir,
+        )?;
         if let Some(n) = &self.normalizer {
             n.save_file(&dir.join(ember_env::OBS_NORMALIZER_FILE))?;
         }
@@ -431,8 +435,8 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         let mut src = StateReader::new(&words, TRAINER_STATE);
         let n = self.resetting.len();
         Error::check_len("sub-environments of the saved run", n, src.usize()?)?;
-        crate::trainer::check_saved("total_steps", self.config.total_steps, src.u64()?)?;
-        crate::trainer::check_saved("seed", self.config.seed, src.u64()?)?;
+        crate::training_state::check_saved("total_steps", self.config.total_steps, src.u64()?)?;
+        crate::training_state::check_saved("seed", self.config.seed, src.u64()?)?;
         let obs = src.f32s(Some(self.obs.len()))?;
         let resetting = src.bools(Some(n))?;
         let reached_target = src.bool()?;
@@ -444,7 +448,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         let checkpoints = (src.u64()?, src.u64()?);
         src.finish()?;
         let env_words = load_words(&dir.join("env.state"), "vector env")?;
-        crate::trainer::load_learner_and_env(
+        crate::training_state::load_learner_and_env(
             self.learner.training_state(),
             &mut *self.env,
             &env_words,

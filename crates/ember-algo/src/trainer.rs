@@ -8,10 +8,7 @@ use crate::learner::{OffPolicyLearner, OnPolicyLearner};
 use crate::off_policy::OffPolicyTrainer;
 use crate::on_policy::OnPolicyTrainer;
 use crate::report::TrainReport;
-use crate::training_state::TrainingState;
-use ember_core::state::{StateReader, StateWriter, save_words};
-use ember_core::{Error, Result};
-use ember_env::VecEnv;
+use ember_core::Result;
 use ember_replay::Sampler;
 use std::path::Path;
 
@@ -114,68 +111,5 @@ impl<L: OnPolicyLearner> Trainer for OnPolicyTrainer<'_, L> {
     }
     fn finish(self: Box<Self>) -> Result<TrainReport> {
         OnPolicyTrainer::finish(*self)
-    }
-}
-
-/// The learner's missing [`TrainingState`].
-fn no_training_state() -> Error {
-    Error::Unavailable {
-        what: "the training state of this learner".into(),
-        hint: "exact resume needs a learner whose `training_state()` returns one".into(),
-    }
-}
-
-/// Writes `learner/` (the learner's training state) and `env.state` into `dir`.
-pub(crate) fn save_learner_and_env(
-    learner: Option<&mut dyn TrainingState>,
-    env: &dyn VecEnv,
-    dir: &Path,
-) -> Result<()> {
-    let learner = learner.ok_or_else(no_training_state)?;
-    let mut words = StateWriter::new();
-    env.save_state(&mut words)?;
-    let learner_dir = dir.join("learner");
-    std::fs::create_dir_all(&learner_dir).map_err(|source| Error::Io {
-        path: learner_dir.clone(),
-        source,
-    })?;
-    learner.save_state(&learner_dir)?;
-    save_words(&dir.join("env.state"), "vector env", words.words())
-}
-
-/// Restores the environments from `env_words`, then the learner from `dir/learner`; if
-/// either fails, the environments are put back as they were (the learner restores all or
-/// nothing itself). Call after every other part of the state was read and checked.
-pub(crate) fn load_learner_and_env(
-    learner: Option<&mut dyn TrainingState>,
-    env: &mut dyn VecEnv,
-    env_words: &[u64],
-    dir: &Path,
-) -> Result<()> {
-    let learner = learner.ok_or_else(no_training_state)?;
-    let mut backup = StateWriter::new();
-    env.save_state(&mut backup)?;
-    let mut src = StateReader::new(env_words, "vector env");
-    let loaded = env
-        .load_state(&mut src)
-        .and_then(|()| src.finish())
-        .and_then(|()| learner.load_state(&dir.join("learner")));
-    if loaded.is_err() {
-        // Put the environments back as they were (their own snapshot cannot fail to load).
-        let _ = env.load_state(&mut StateReader::new(backup.words(), "vector env"));
-    }
-    loaded
-}
-
-/// The saved run's `field` must equal this run's.
-pub(crate) fn check_saved(field: &str, ours: u64, saved: u64) -> Result<()> {
-    if ours == saved {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            field,
-            ours,
-            format!("the saved run's {saved} (resume with the run's own config)"),
-        ))
     }
 }

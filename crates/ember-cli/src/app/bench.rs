@@ -4,6 +4,7 @@
 //! table or JSON lines. Criterion benches (`cargo bench`) give the same quantities with
 //! confidence intervals; this is the quick look.
 
+use super::figure::Figure;
 use super::run_config::RunConfig;
 use anyhow::{Result, bail};
 use ember_algo::{Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
@@ -24,16 +25,6 @@ pub const TARGETS: [&str; 8] = [
     "train",
     "grpc",
 ];
-
-/// One measured figure.
-pub struct Figure {
-    /// What was measured (`replay/return_weighted_k256`).
-    pub name: String,
-    /// Its value.
-    pub value: f64,
-    /// Its unit.
-    pub unit: &'static str,
-}
 
 /// Calls `f` repeatedly for about `secs` seconds (after a short warm-up); the mean seconds
 /// per call.
@@ -387,7 +378,7 @@ fn train() -> Result<Vec<Figure>> {
         .with_set("save_every", "3000")?;
     super::run_dir::create(&dir, &config, "ember bench train")?;
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let out = super::train::Output {
+    let out = super::progress::Output {
         quiet: true,
         json: false,
     };

@@ -3,7 +3,7 @@
 //! with the round trip's p50 / p99; and transitions acknowledged per second with the
 //! write-ahead log on (fsync per batch).
 
-use super::bench::Figure;
+use super::figure::Figure;
 use anyhow::{Context, Result, bail};
 use ember_algo::{ActionBuf, Devices, DqnConfig};
 use ember_backend::DeviceSpec;

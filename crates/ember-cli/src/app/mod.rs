@@ -10,6 +10,7 @@ mod bench;
 mod bench_grpc;
 mod cluster_cmd;
 mod eval;
+mod figure;
 mod learners;
 mod plot_cmd;
 mod progress;
@@ -402,7 +403,7 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
     };
     install_ctrl_c()?;
     STOP.store(false, Ordering::SeqCst);
-    let out = train::Output {
+    let out = progress::Output {
         quiet: args.quiet,
         json: args.json,
     };

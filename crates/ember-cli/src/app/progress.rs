@@ -2,12 +2,20 @@
 //! evaluation, ETA), a plain line every few seconds otherwise (a log file, CI), JSON lines
 //! with `--json`, nothing with `--quiet`.
 
-use super::train::Output;
 use crate::metrics::Row;
 use ember_algo::TrainReport;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+
+/// How the run reports progress.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Output {
+    /// No progress at all.
+    pub quiet: bool,
+    /// JSON lines on stdout instead of a bar.
+    pub json: bool,
+}
 
 /// Seconds between plain progress lines.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);

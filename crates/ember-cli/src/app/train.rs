@@ -3,7 +3,7 @@
 //! resumes from the last checkpoint bit for bit.
 
 use super::learners::{AnyLearner, devices, metric_names};
-use super::progress::Progress;
+use super::progress::{Output, Progress};
 use super::run_config::RunConfig;
 use super::run_dir::{BEST, CHECKPOINT};
 use crate::evaluations::{EvalLog, EvalRow};
@@ -18,15 +18,6 @@ use ember_algo::{
 use ember_env::{SyncVecEnv, VecEnv};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// How the run reports progress.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Output {
-    /// No progress at all.
-    pub quiet: bool,
-    /// JSON lines on stdout instead of a bar.
-    pub json: bool,
-}
 
 /// Why training stopped without finishing.
 #[derive(Debug)]
