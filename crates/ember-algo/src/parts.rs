@@ -1,8 +1,7 @@
 //! The independent parts of an update on separate cores, for any learner: Ember's
 //! [`ember_core::parts`] (the guarantees are there) and the [`UpdateSchedule`] that a
-//! learner's config chooses it with. TD3 and the REDQ example run their parts through it
-//! (SAC still has its own gate, to move here); a learner keeps one [`Parts`] for its
-//! lifetime, so its helper threads start once.
+//! learner's config chooses it with. SAC, TD3 and the REDQ example run their parts through
+//! it; a learner keeps one [`Parts`] for its lifetime, so its helper threads start once.
 //!
 //! ```
 //! use ember_algo::parts::{UpdateSchedule, part};

@@ -53,7 +53,7 @@
 //! # }
 //! ```
 
-use crate::worker::{Helper, spin_budget};
+use crate::worker::{Helper, spin_budget, spun};
 use crate::{Error, Result};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -249,7 +249,7 @@ impl Gate {
             }
         }
         let all = || self.arrived.load(Ordering::Acquire) == self.threads;
-        crate::helping::help_until(spin_budget(), all);
+        spun(crate::helping::help_until(spin_budget(), all));
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while self.arrived.load(Ordering::Acquire) < self.threads {
             s = self.all_arrived.wait(s).unwrap_or_else(|e| e.into_inner());

@@ -3,9 +3,7 @@
 
 use super::balance::NextValuesBalance;
 use super::host::HostUpdate;
-use super::update::{
-    ActorDone, ActorJob, Arrival, CriticDone, CriticJob, Gate, Half, HostInputs, Inputs, NextValues,
-};
+use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, HostInputs, Inputs, NextValues};
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
@@ -13,7 +11,8 @@ use crate::checkpoint::Checkpoint;
 use crate::config::Validate;
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
-use crate::optimizer::OptimizerKind;
+use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::parts::{Parts, part};
 use crate::persist::{Loaded, Persist, Visitor};
 use crate::sde::SdeSchedule;
 use crate::tensors::{column, matrix};
@@ -21,14 +20,13 @@ use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use ember_core::worker::Worker;
 use ember_core::{Batch, EmberRng, Error, Result, Space};
 use ember_nn::{
     CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,
     GaussianTanhPolicyConfig, Temperature, hard_target,
 };
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A SAC learner and agent, built by [`SacConfig::build`]. Learns on `devices.learn`
 /// (with autodiff), acts on `devices.act` through an inference copy refreshed every
@@ -45,7 +43,7 @@ pub struct Sac {
     temperature: Temperature,
     actor_optim: ModuleOptimizer,
     alpha_optim: ModuleOptimizer,
-    /// The critic's optimizer travels to the worker thread with the critic half.
+    /// The critic's optimizer travels to the helper thread with the critic half.
     critic_optim: Arc<Mutex<ModuleOptimizer>>,
     alpha: f64,
     target_entropy: f64,
@@ -56,8 +54,8 @@ pub struct Sac {
     frozen: Option<FrozenGaussianTanhPolicy>,
     /// gSDE: the exploration weights acting uses now and when to draw new ones.
     sde: SdeSchedule,
-    /// The critic half's thread under [`UpdateSchedule::Parallel`], started on first use.
-    worker: Option<Worker>,
+    /// Runs the critic half beside the actor half (the config's schedule).
+    parts: Parts,
     /// Which thread computes the next values under [`UpdateSchedule::Parallel`].
     balance: NextValuesBalance,
     /// The acting copy (module, updates since its refresh) from before the parallel
@@ -129,7 +127,7 @@ impl Sac {
             acting,
             frozen,
             sde: SdeSchedule::new(config.sde_sample_freq),
-            worker: None,
+            parts: config.update_schedule.parts("ember-sac"),
             balance: NextValuesBalance::default(),
             acting_undo: None,
             host_update,
@@ -201,7 +199,11 @@ impl Sac {
         }
     }
 
-    /// Runs both halves on the configured schedule.
+    /// Runs both halves as two parts ([`crate::parts`]) on the configured schedule: the
+    /// critic half, and the actor + temperature half, which first computes the rows of the
+    /// soft target's next values that the balance hands to it. Under the parallel schedule
+    /// the actor half's step also brings the acting copy up to the stepped actor while the
+    /// critic half steps; `update` undoes it if the update fails.
     fn run_halves(
         &mut self,
         mut job: CriticJob,
@@ -210,7 +212,15 @@ impl Sac {
     ) -> Result<(CriticDone, ActorDone)> {
         let lr = self.config.learning_rate;
         let frozen = self.critic.clone().no_grad();
-        let actor_job = ActorJob {
+        let batch = x.next_obs.dims()[0];
+        let parallel = self.config.update_schedule == UpdateSchedule::Parallel;
+        let rows = if parallel {
+            self.balance.rows(batch)
+        } else {
+            0
+        };
+        let hand_off = job.hand_off_next_values(rows);
+        let mut actor_job = ActorJob {
             actor: &self.actor,
             temperature: Some(&self.temperature).filter(|_| self.config.auto_alpha),
             frozen_critic: &frozen,
@@ -221,56 +231,67 @@ impl Sac {
             host: self.host_update.as_mut().map(|h| (h, &self.plain)),
         };
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
-        Ok(match self.config.update_schedule {
-            UpdateSchedule::Sequential => {
-                // Both losses are checked before either network steps: the critic's
-                // gradients first, then the actor half, whose gate decides both steps.
-                let (c_loss, c_grads, td) = job.grads();
-                let c_ok = c_loss.is_ok();
-                let mut both = false;
-                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |a_ok| {
-                    both = a_ok && c_ok;
-                    both
-                });
-                (job.finish(c_loss, c_grads, td, both), actor)
+        let (acting, frozen_acting) = (&mut self.acting, &mut self.frozen);
+        let acting_undo = &mut self.acting_undo;
+        let (mut critic_done, mut actor_done, mut handed_in) = (None, None, Duration::ZERO);
+        let (critic_out, actor_out, handed) = (&mut critic_done, &mut actor_done, &mut handed_in);
+        let critic_half = part(move || {
+            let (loss, grads, td) = job.grads();
+            let loss = loss?;
+            Ok(move || *critic_out = Some(job.finish(loss, grads, td)))
+        });
+        let actor_half = part(move || {
+            let started = Instant::now();
+            if let Some(hand_off) = hand_off {
+                // The critic half starts with its forward pass and needs these after.
+                hand_off.run(x);
             }
-            UpdateSchedule::Parallel => {
-                let gate = Arc::new(Gate::default());
-                let mut critic_arrival = Arrival::new(gate.clone(), Half::Critic);
-                let mut actor_arrival = Arrival::new(gate.clone(), Half::Actor);
-                if self.worker.is_none() {
-                    self.worker = Some(Worker::spawn("ember-sac-critic")?);
-                }
-                let worker = self.worker.as_ref().expect("started above");
-                let batch = x.next_obs.dims()[0];
-                let rows = self.balance.rows(batch);
-                let hand_off = job.hand_off_next_values(rows);
-                let critic = worker.submit(move || job.run(|ok| critic_arrival.both_ok(ok)));
-                let started = Instant::now();
-                if let Some(hand_off) = hand_off {
-                    // The critic half starts with its forward pass and needs these after.
-                    hand_off.run(x);
-                }
-                let handed_in = started.elapsed();
-                let actor = actor_job.run(actor_opt, alpha_opt, lr, &mut |ok| {
-                    actor_arrival.both_ok(ok)
+            *handed = started.elapsed();
+            let (actor_loss, alpha_loss, actor_grads, t_grads) = actor_job.losses_and_grads();
+            let (actor_loss, alpha_loss) = (actor_loss?, alpha_loss.transpose()?);
+            let (actor, temperature) = (actor_job.actor, actor_job.temperature);
+            Ok(move || {
+                let mut actor = actor.clone();
+                crate::faults::site("sac.actor_step");
+                step_in_place(actor_opt, lr, &mut actor, actor_grads);
+                let temperature = temperature.zip(t_grads).map(|(t, g)| {
+                    let mut t = t.clone();
+                    step_in_place(alpha_opt, lr, &mut t, g);
+                    t
                 });
-                drop(actor_arrival);
-                // While the critic half steps (the longer one), bring the acting copy up
-                // to the stepped actor; `update` undoes it if the update fails.
-                if let Some(stepped) = &actor.actor {
-                    self.acting_undo = Some((self.acting.module().clone(), self.acting.since()));
-                    if self.acting.after_update(stepped) {
-                        self.refresh_frozen()?;
+                if parallel {
+                    *acting_undo = Some((acting.module().clone(), acting.since()));
+                    if acting.after_update(&actor)
+                        && let Some(f) = frozen_acting
+                    {
+                        // The same shapes as before: only a failure to read weights errs,
+                        // and the next refresh tries again.
+                        let _ = f.refresh(acting.module());
                     }
                 }
-                let critic = critic.wait(&format!("SAC critic half of update {step}"))?;
-                if let Some(gap) = gate.gap() {
-                    self.balance.record(batch, rows, handed_in, gap);
-                }
-                (critic, actor)
-            }
-        })
+                *actor_out = Some(ActorDone {
+                    actor,
+                    temperature,
+                    actor_loss,
+                    alpha_loss,
+                });
+            })
+        });
+        let run = self
+            .parts
+            .run(&format!("SAC update {step}"), vec![critic_half, actor_half]);
+        if parallel && let [critic_at, actor_at] = self.parts.arrivals() {
+            self.balance
+                .record(batch, rows, handed_in, actor_at - critic_at);
+        }
+        run?;
+        match (critic_done, actor_done) {
+            (Some(c), Some(a)) => Ok((c, a)),
+            _ => Err(Error::panicked(
+                format!("SAC update {step}"),
+                &"a half did not step although both losses were finite",
+            )),
+        }
     }
 }
 
@@ -365,34 +386,19 @@ impl OffPolicyLearner for Sac {
             tau: self.config.tau,
             step,
         };
-        let done = self
-            .run_halves(job, &x, step)
-            .and_then(|(mut critic, mut actor)| {
-                let losses = (
-                    std::mem::replace(&mut critic.loss, Ok(0.0))?,
-                    std::mem::replace(&mut actor.actor_loss, Ok(0.0))?,
-                    actor.alpha_loss.take().transpose()?,
-                );
-                Ok((critic, actor, losses))
-            });
-        let (critic, actor, (critic_loss, actor_loss, alpha_loss)) = match done {
+        let (critic, actor) = match self.run_halves(job, &x, step) {
             Ok(done) => done,
             Err(e) => {
                 self.undo_acting();
                 return Err(e);
             }
         };
-        let Some(new_actor) = actor.actor else {
-            self.undo_acting();
-            return Err(Error::panicked(
-                format!("SAC update {step}"),
-                &"the actor step did not run although both losses were finite",
-            ));
-        };
+        let (critic_loss, actor_loss, alpha_loss) =
+            (critic.loss, actor.actor_loss, actor.alpha_loss);
         // Everything succeeded: commit.
         self.critic = critic.critic;
         self.target = critic.target;
-        self.actor = new_actor;
+        self.actor = actor.actor;
         if let Some(t) = actor.temperature {
             self.alpha = t.alpha();
             self.temperature = t;
@@ -434,7 +440,7 @@ impl OffPolicyLearner for Sac {
 }
 
 fn locked(optim: &Mutex<ModuleOptimizer>) -> std::sync::MutexGuard<'_, ModuleOptimizer> {
-    // A panic on the worker never leaves the optimizer half-stepped (it steps a clone).
+    // A panic on the helper never leaves the optimizer half-stepped (it steps a clone).
     optim
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

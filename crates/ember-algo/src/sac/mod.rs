@@ -2,7 +2,7 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update and the gate between them), `host` (on flex, both halves'
+//! (the two halves of one update, run as two parts of `crate::parts`), `host` (on flex, both halves'
 //! losses and gradients and the next values on host buffers, without autodiff), `balance` (which thread
 //! computes the soft target's next values), `learner` (the [`Sac`]
 //! learner: state, acting, checkpoints, the trait glue).

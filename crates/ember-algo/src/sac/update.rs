@@ -1,7 +1,8 @@
-//! The two halves of one SAC update (module docs of [`crate::sac`]) and the gate at which
-//! they agree that both losses are finite before either steps. Each half works on shared
-//! handles (clones) of the learner's networks and hands back stepped ones: nothing is taken
-//! out of the learner, so an error or a panic in either half leaves it as it was.
+//! The two halves of one SAC update (module docs of [`crate::sac`]), which the learner runs
+//! as two parts ([`crate::parts`]: both losses are known to be finite before either half
+//! steps). Each half works on shared handles (clones) of the learner's networks and hands
+//! back stepped ones: nothing is taken out of the learner, so an error or a panic in either
+//! half leaves it as it was.
 
 use super::host::HostUpdate;
 use crate::optimizer::step_in_place;
@@ -14,10 +15,8 @@ use ember_loss::{
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 /// One update's inputs, on the devices where they are used.
 #[derive(Clone)]
@@ -156,7 +155,7 @@ pub(super) fn next_values(
     (target.min_q(obs, action), log_prob)
 }
 
-/// The critic half of an update, owning what it reads so that it can run on the worker
+/// The critic half of an update, owning what it reads so that it can run on another
 /// thread: soft target, critic loss and gradients, critic step, Polyak targets.
 pub(super) struct CriticJob {
     pub critic: CriticEnsemble,
@@ -196,12 +195,12 @@ impl HandOff {
     }
 }
 
-/// What the critic half hands back: the stepped critic and targets (unchanged when the
-/// gate said no), its loss and the per-row TD errors.
+/// What the critic half hands back: the stepped critic and targets, its loss and the
+/// per-row TD errors.
 pub(super) struct CriticDone {
     pub critic: CriticEnsemble,
     pub target: CriticEnsemble,
-    pub loss: Result<f64>,
+    pub loss: f64,
     pub td_errors: Vec<f32>,
 }
 
@@ -279,42 +278,26 @@ impl CriticJob {
         (checked_value("critic loss", loss, self.step), grads, td)
     }
 
-    /// Steps the critic and moves the targets when `ok` (both halves' losses finite).
-    pub(super) fn finish(
-        self,
-        loss: Result<f64>,
-        grads: GradientsParams,
-        td: Vec<f32>,
-        ok: bool,
-    ) -> CriticDone {
+    /// Steps the critic and moves the targets (both halves' losses are finite).
+    pub(super) fn finish(self, loss: f64, grads: GradientsParams, td: Vec<f32>) -> CriticDone {
         let CriticJob {
             mut critic,
-            mut target,
+            target,
             optim,
             lr,
             tau,
             ..
         } = self;
-        if ok {
-            let mut optim = optim.lock().unwrap_or_else(|e| e.into_inner());
-            crate::faults::site("sac.critic_step");
-            step_in_place(&mut optim, lr, &mut critic, grads);
-            target = polyak_update(target, &critic, tau);
-        }
+        let mut optim = optim.lock().unwrap_or_else(|e| e.into_inner());
+        crate::faults::site("sac.critic_step");
+        step_in_place(&mut optim, lr, &mut critic, grads);
+        let target = polyak_update(target, &critic, tau);
         CriticDone {
             critic,
             target,
             loss,
             td_errors: td,
         }
-    }
-
-    /// The whole half: gradients, `gate` (told whether this half's loss is finite, says
-    /// whether both are), step.
-    pub(super) fn run(self, gate: impl FnOnce(bool) -> bool) -> CriticDone {
-        let (loss, grads, td) = self.grads();
-        let ok = gate(loss.is_ok());
-        self.finish(loss, grads, td, ok)
     }
 }
 
@@ -335,45 +318,13 @@ pub(super) struct ActorJob<'a> {
     pub host: Option<(&'a mut HostUpdate, &'a Device)>,
 }
 
-/// What the actor half hands back: stepped clones (when the gate said yes) and losses.
+/// What the actor half hands back: the stepped actor and temperature (when it is learnt)
+/// and the losses.
 pub(super) struct ActorDone {
-    pub actor: Option<GaussianTanhPolicy>,
+    pub actor: GaussianTanhPolicy,
     pub temperature: Option<Temperature>,
-    pub actor_loss: Result<f64>,
-    pub alpha_loss: Option<Result<f64>>,
-}
-
-impl ActorJob<'_> {
-    /// Losses and gradients; `gate` (told whether both losses are finite) decides the step,
-    /// which works on clones through `actor_opt` and `alpha_opt`.
-    pub(super) fn run(
-        mut self,
-        actor_opt: &mut ModuleOptimizer,
-        alpha_opt: &mut ModuleOptimizer,
-        lr: f64,
-        gate: &mut dyn FnMut(bool) -> bool,
-    ) -> ActorDone {
-        let (actor_value, alpha_value, actor_grads, t_grads) = self.losses_and_grads();
-        let ok = actor_value.is_ok() && !matches!(alpha_value, Some(Err(_)));
-        let mut done = ActorDone {
-            actor: None,
-            temperature: None,
-            actor_loss: actor_value,
-            alpha_loss: alpha_value,
-        };
-        if gate(ok) {
-            let mut actor = self.actor.clone();
-            crate::faults::site("sac.actor_step");
-            step_in_place(actor_opt, lr, &mut actor, actor_grads);
-            done.actor = Some(actor);
-            if let (Some(t), Some(g)) = (self.temperature, t_grads) {
-                let mut t = t.clone();
-                step_in_place(alpha_opt, lr, &mut t, g);
-                done.temperature = Some(t);
-            }
-        }
-        done
-    }
+    pub actor_loss: f64,
+    pub alpha_loss: Option<f64>,
 }
 
 /// An actor half's losses (checked) and gradients: the actor's, and the temperature's
@@ -427,111 +378,5 @@ impl ActorJob<'_> {
             .temperature
             .map(|t| GradientsParams::from_module(&mut grads, t));
         (actor_value, alpha_value, actor_grads, t_grads)
-    }
-}
-
-/// Two threads agreeing that both halves of an update succeeded before either steps.
-/// A half that panics before arriving counts as failed (see [`Arrival`]), so the other
-/// half never waits forever. The first to arrive spins briefly before it blocks
-/// ([`ember_core::worker::spin_budget`]), and computes blocks of the other half's large
-/// matrix products while it spins ([`ember_core::helping`]). The gate also measures how
-/// far apart the halves arrived, which balances the next update (`super::balance`).
-#[derive(Default)]
-pub(super) struct Gate {
-    state: Mutex<GateState>,
-    /// Halves arrived, for the spin.
-    arrived: AtomicU8,
-    both_arrived: Condvar,
-}
-
-/// What the [`Gate`] knows so far.
-#[derive(Default)]
-struct GateState {
-    arrived: u8,
-    /// Whether all arrived halves succeeded.
-    ok: bool,
-    /// The first half to arrive, and when.
-    first: Option<(Half, Instant)>,
-    /// Seconds from the critic half's arrival to the actor half's, once both arrived.
-    gap: Option<f64>,
-}
-
-/// The two halves of an update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Half {
-    Critic,
-    Actor,
-}
-
-impl Gate {
-    /// Reports `half`'s success, waits for the other half, and says whether both
-    /// succeeded.
-    fn both_ok(&self, half: Half, mine: bool) -> bool {
-        {
-            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            s.ok = if s.arrived == 0 { mine } else { s.ok && mine };
-            s.arrived += 1;
-            match s.first {
-                None => s.first = Some((half, now)),
-                Some((first, at)) => {
-                    let apart = now.duration_since(at).as_secs_f64();
-                    s.gap = Some(if first == Half::Critic { apart } else { -apart });
-                }
-            }
-            self.arrived.store(s.arrived, Ordering::Release);
-            if s.arrived == 2 {
-                self.both_arrived.notify_all();
-                return s.ok;
-            }
-        }
-        // Meanwhile, take blocks of the other half's large products.
-        ember_core::helping::help_until(ember_core::worker::spin_budget(), || {
-            self.arrived.load(Ordering::Acquire) == 2
-        });
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.arrived < 2 {
-            s = self.both_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.ok
-    }
-
-    /// Seconds from the critic half's arrival to the actor half's (negative when the
-    /// actor half came first), once both have arrived.
-    pub(super) fn gap(&self) -> Option<f64> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).gap
-    }
-}
-
-/// One half's place at the [`Gate`]: it arrives at most once, and as failed when dropped
-/// without arriving (its half panicked).
-pub(super) struct Arrival {
-    gate: Arc<Gate>,
-    half: Half,
-    arrived: bool,
-}
-
-impl Arrival {
-    /// `half`'s place at `gate`.
-    pub(super) fn new(gate: Arc<Gate>, half: Half) -> Arrival {
-        Arrival {
-            gate,
-            half,
-            arrived: false,
-        }
-    }
-
-    /// Arrives with this half's success; says whether both halves succeeded.
-    pub(super) fn both_ok(&mut self, mine: bool) -> bool {
-        self.arrived = true;
-        self.gate.both_ok(self.half, mine)
-    }
-}
-
-impl Drop for Arrival {
-    fn drop(&mut self) {
-        if !self.arrived {
-            self.gate.both_ok(self.half, false);
-        }
     }
 }
