@@ -83,7 +83,7 @@ fn sac_update(c: &mut Criterion) {
     g.finish();
 }
 
-/// One 256×256×256 product on one thread through `ember_backend::matmul` on flex: the
+/// One 256×256×256 product on one thread through `ember_kernels::matmul` on flex: the
 /// GEMM rate a SAC update's layers can reach here (`nn`), and with a transposed operand as
 /// the backward pass multiplies (`tn`: weight gradients, `nt`: input gradients). 33.5 MFLOP
 /// per call. Then the thin products of a Pendulum SAC update on a 256-row batch (`thin_…`):
@@ -122,7 +122,7 @@ fn gemm_256(c: &mut Criterion) {
     ];
     for (id, x, y) in cases.into_iter().chain(thin) {
         g.bench_function(id, |bench| {
-            bench.iter(|| ember::backend::matmul(x.clone(), y.clone()))
+            bench.iter(|| ember::kernels::matmul(x.clone(), y.clone()))
         });
     }
     g.finish();

@@ -18,6 +18,7 @@ pub use ember_backend as backend;
 pub use ember_core as core;
 pub use ember_dist as dist;
 pub use ember_env as env;
+pub use ember_kernels as kernels;
 pub use ember_loss as loss;
 pub use ember_nn as nn;
 pub use ember_replay as replay;

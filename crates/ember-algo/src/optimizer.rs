@@ -222,7 +222,7 @@ impl Coefficients {
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// Adam's pass in place, vectorised at the CPU's widest ([`Coefficients`]).
     fn adam_in_place(param: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32], k: Coefficients) {
         for (((p, &g), m), v) in param.iter_mut().zip(grad).zip(m).zip(v) {
@@ -232,7 +232,7 @@ ember_backend::multiversion! {
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// Adam's pass from `old` into `new` (every element written), vectorised at the
     /// CPU's widest ([`Coefficients`]); the same arithmetic as [`adam_in_place`].
     fn adam_into(
@@ -252,8 +252,8 @@ ember_backend::multiversion! {
 
 /// A float tensor's values as `f32` (converted when it has another float type).
 fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
-    // One copy of a shared tensor on flex, not two (`ember_backend::unshared`).
-    let data = ember_backend::unshared(t).into_data();
+    // One copy of a shared tensor on flex, not two (`ember_kernels::unshared`).
+    let data = ember_kernels::unshared(t).into_data();
     if data.dtype() == DType::F32 {
         data
     } else {
@@ -287,7 +287,7 @@ impl Optimizer for HostAdam {
             // learner's module, kept until the update commits) keep the old ones.
             // SAFETY: `update_into` writes every element of `new` (`remap` calls it once).
             let stepped = unsafe {
-                ember_backend::remap(&tensor, |old, new| {
+                ember_kernels::remap(&tensor, |old, new| {
                     self.update_into(lr as f32, old, grad, &mut state, new)
                 })
             };

@@ -1,5 +1,5 @@
 //! The independent parts of an update on separate cores, for any learner: Ember's
-//! [`ember_core::parts`] (the guarantees are there) and the [`UpdateSchedule`] that a
+//! [`ember_kernels::parts`] (the guarantees are there) and the [`UpdateSchedule`] that a
 //! learner's config chooses it with. SAC, TD3 and the REDQ example run their parts through
 //! it; a learner keeps one [`Parts`] for its lifetime, so its helper threads start once.
 //!
@@ -28,7 +28,7 @@
 //! # }
 //! ```
 
-pub use ember_core::parts::{Commit, Part, Parts, part};
+pub use ember_kernels::parts::{Commit, Part, Parts, part};
 use serde::{Deserialize, Serialize};
 
 /// How the parts of one update are scheduled (same results either way).

@@ -27,7 +27,7 @@ pub fn index_vector(values: &[f32], device: &Device) -> Tensor<1, Int> {
 
 /// The values of a float tensor, row-major, on the host.
 pub fn host<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    ember_backend::unshared(t)
+    ember_kernels::unshared(t)
         .into_data()
         .try_into_vec_as::<f32>()
         .expect("float tensors convert to f32")

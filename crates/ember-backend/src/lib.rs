@@ -14,12 +14,9 @@
 //!   wrong device.
 //! - [`inference_copy`] / [`move_to`]: modules between devices and backends.
 //! - [`is_host_cpu`]: whether a device's tensors live in host memory (flex, ndarray).
-//! - [`matmul`]: burn's matrix product without flex's zeroing and copying of the output;
-//!   [`gemm_stats`]: how much of a run its GEMM calls take.
-//! - [`unshared`] / [`lerp`]: host-buffer helpers for optimizer steps and Polyak targets.
-//! - [`relu`]: a differentiable ReLU working in place on flex; [`bias_relu`]: a hidden
-//!   layer's bias and ReLU in one pass.
-//! - [`tanh`]: a differentiable `tanh` with a vectorised host kernel on flex ([`kernels`]).
+//! - [`gemm_kernels`]: which GEMM kernels flex runs on this CPU with this build.
+//!
+//! The kernels, fused operations and the hand-off runtime live in `ember-kernels`.
 //!
 //! Features: `flex` and `ndarray` (default), `tch` (libtorch: run
 //! `scripts/setup-libtorch.sh` first), `cuda` (CubeCL).
@@ -38,27 +35,13 @@
 
 #![warn(missing_docs)]
 
-mod activation;
-mod bias;
 mod checked;
-pub mod gemm_stats;
-mod host;
-pub mod kernels;
-mod matmul;
-mod product;
 mod spec;
-#[cfg(feature = "flex")]
-mod thin;
 mod threads;
 mod transfer;
 
-pub use activation::{HostRelu, HostTanh, relu, tanh};
-pub use bias::{HostBiasRelu, bias_relu};
 pub use checked::DeviceChecked;
 pub use ember_core::denormals;
-pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared, with_host_values};
-pub use matmul::{HostMatmul, matmul};
-pub use product::{HostMatrix, host_product};
 pub use spec::{Backend, DeviceSpec, is_host_cpu};
 pub use threads::{intra_op_threads, set_intra_op_threads};
 

@@ -22,13 +22,10 @@
 pub mod denormals;
 pub mod env;
 pub mod error;
-pub mod helping;
-pub mod parts;
 pub mod rng;
 pub mod space;
 pub mod state;
 pub mod transition;
-pub mod worker;
 
 pub use env::{Action, Env, Step, StepInfo};
 pub use error::{Error, Result};

@@ -92,10 +92,10 @@ impl CriticEnsemble {
         let mut h = x.reshape([1, b, d]).expand([e, b, d]);
         let last = self.weights.len() - 1;
         for (i, (w, bias)) in self.weights.iter().zip(&self.biases).enumerate() {
-            let product = ember_backend::matmul(h, w.val());
+            let product = ember_kernels::matmul(h, w.val());
             h = match self.activation {
                 // Bias and ReLU in one pass over the product.
-                Activation::Relu if i < last => ember_backend::bias_relu(product, bias.val()),
+                Activation::Relu if i < last => ember_kernels::bias_relu(product, bias.val()),
                 _ if i < last => self.activation.apply(product + bias.val()),
                 _ => product + bias.val(),
             };

@@ -38,8 +38,8 @@
 use crate::gaussian_policy::{GaussianTanhPolicy, squash};
 use crate::mlp::{Activation, Mlp};
 use burn::tensor::Tensor;
-use ember_core::worker::Helper;
 use ember_core::{EmberRng, Error, Result};
+use ember_kernels::worker::Helper;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -113,7 +113,7 @@ fn pack(row_major: &[f32], inputs: usize, outputs: usize, dst: &mut [f32]) {
 }
 
 fn host_values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    ember_backend::unshared(t)
+    ember_kernels::unshared(t)
         .into_data()
         .try_into_vec_as::<f32>()
         .expect("float parameters convert to f32")
@@ -710,7 +710,7 @@ impl Kernel {
             }
         }
         if act == Some(Activation::Tanh) {
-            (0..rows).for_each(|r| ember_backend::kernels::tanh_in_place(row(r)));
+            (0..rows).for_each(|r| ember_kernels::kernels::tanh_in_place(row(r)));
         }
     }
 }
@@ -747,7 +747,7 @@ fn layer_portable(l: &HostLinear, x: &[f32], y: &mut [f32], relu: bool, cols: Ra
         }
     }
     if relu {
-        ember_backend::kernels::relu_in_place(y);
+        ember_kernels::kernels::relu_in_place(y);
     }
 }
 

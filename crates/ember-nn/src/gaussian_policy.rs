@@ -448,14 +448,14 @@ struct SquashBlock {
     bias: [f32; SQUASH_BLOCK],
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// `eps[i] ← tanh(mean[i] + e^{log_std[i]}·eps[i])·scale[i] + bias[i]`.
     fn squash_block(b: &SquashBlock, eps: &mut [f32]) {
         let n = eps.len();
         let parts = b.mean[..n].iter().zip(&b.log_std[..n]).zip(&b.scale[..n]).zip(&b.bias[..n]);
         for (e, (((m, ls), s), bi)) in eps.iter_mut().zip(parts) {
-            let std = crate::host_math::exp(*ls) as f32;
-            *e = crate::host_math::tanh(m + std * *e) * s + bi;
+            let std = ember_kernels::host_math::exp(*ls) as f32;
+            *e = ember_kernels::host_math::tanh(m + std * *e) * s + bi;
         }
     }
 }

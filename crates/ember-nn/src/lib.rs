@@ -42,7 +42,6 @@ mod ensemble;
 mod flat;
 mod frozen;
 mod gaussian_policy;
-mod host_math;
 mod mlp;
 pub mod noise;
 mod target;

@@ -17,14 +17,14 @@ pub enum Activation {
 }
 
 impl Activation {
-    /// Applies the nonlinearity. `tanh` is [`ember_backend::tanh`]: a vectorised host kernel
+    /// Applies the nonlinearity. `tanh` is [`ember_kernels::tanh`]: a vectorised host kernel
     /// with its own backward pass on flex (burn's calls the C library's scalar `tanhf` per
     /// element and recomputes it in the backward pass: 68% of a whole PPO CartPole run under
     /// `perf record`).
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
-            Activation::Relu => ember_backend::relu(x),
-            Activation::Tanh => ember_backend::tanh(x),
+            Activation::Relu => ember_kernels::relu(x),
+            Activation::Tanh => ember_kernels::tanh(x),
         }
     }
 }
@@ -128,9 +128,9 @@ impl MlpConfig {
 }
 
 /// `x · W + b` for one layer, as burn's `Linear::forward` computes it, with the product
-/// through [`ember_backend::matmul`] (no zeroing and copying of the output on flex).
+/// through [`ember_kernels::matmul`] (no zeroing and copying of the output on flex).
 pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
-    let y = ember_backend::matmul(x, layer.weight.val());
+    let y = ember_kernels::matmul(x, layer.weight.val());
     match &layer.bias {
         Some(b) => y + b.val().unsqueeze::<2>(),
         None => y,
@@ -138,7 +138,7 @@ pub(crate) fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
 }
 
 /// A hidden layer: `activation(norm(x · W + b))`, the bias and a ReLU in one pass over the
-/// product when there is no norm ([`ember_backend::bias_relu`]).
+/// product when there is no norm ([`ember_kernels::bias_relu`]).
 fn hidden(
     layer: &Linear,
     x: Tensor<2>,
@@ -146,8 +146,8 @@ fn hidden(
     activation: Activation,
 ) -> Tensor<2> {
     match (&layer.bias, norm, activation) {
-        (Some(b), None, Activation::Relu) => ember_backend::bias_relu(
-            ember_backend::matmul(x, layer.weight.val()),
+        (Some(b), None, Activation::Relu) => ember_kernels::bias_relu(
+            ember_kernels::matmul(x, layer.weight.val()),
             b.val().unsqueeze::<2>(),
         ),
         _ => {

@@ -4,7 +4,7 @@
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::EmberRng;
 
-use crate::host_math;
+use ember_kernels::host_math;
 
 /// Pairs of uniforms turned into normals per block (on the stack).
 const PAIRS: usize = 32;
@@ -34,7 +34,7 @@ pub fn fill_standard_normal(n: usize, rng: &mut EmberRng, out: &mut Vec<f32>) {
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// `z[2i], z[2i + 1] ← √(−2 ln u1[i]) · (cos 2πu2[i], sin 2πu2[i])`.
     fn box_muller(u1: &[f64], u2: &[f64], z: &mut [f32]) {
         for ((a, b), pair) in u1.iter().zip(u2).zip(z.chunks_exact_mut(2)) {

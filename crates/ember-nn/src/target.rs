@@ -54,7 +54,7 @@ impl ModuleMapper for Blend {
             if tau >= 1.0 {
                 s
             } else {
-                ember_backend::lerp(t, s, tau)
+                ember_kernels::lerp(t, s, tau)
             }
         })
     }

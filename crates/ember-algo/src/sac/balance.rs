@@ -7,7 +7,7 @@
 //! critics sends nothing through are skipped —, actor backward 2). The actor thread can
 //! compute the first rows' next values (their actions, log-probabilities and the target
 //! critics' minimum) while the critic thread runs the critic's forward pass, and both
-//! halves then meet at the gate of `ember_core::parts` before either steps: whichever arrives
+//! halves then meet at the gate of `ember_kernels::parts` before either steps: whichever arrives
 //! first waits for the other.
 //!
 //! How many rows balance the halves depends on the networks' shapes, the machine, and the

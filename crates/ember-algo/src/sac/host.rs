@@ -6,7 +6,7 @@
 //! smaller critic to the action, through the squashing and through the actor — the same
 //! mathematics as the burn path of [`super::update::ActorJob`], without its autodiff graph:
 //! activations live in buffers kept from update to update, the large products go to the
-//! same kernels ([`ember_backend::host_product`]), and the element-wise passes are loops
+//! same kernels ([`ember_kernels::host_product`]), and the element-wise passes are loops
 //! over rows. A Pendulum update's actor half spent ~28% of its time around its products
 //! on the burn path (a whole run's profile, docs/journal/benchmarks-2026-11.md); `sac_update_floor`
 //! measured ~15% for this way of computing it.
@@ -16,7 +16,7 @@
 //! critic half ([`HostUpdate::critic_forward_at`], then [`HostUpdate::critic_grads`] once
 //! the targets are known): the critics' loss, the TD errors and the critics' gradients.
 //! Each runs on buffers of its own thread (the halves run on two). The weights are read
-//! where they are, never copied ([`ember_backend::with_host_values`]).
+//! where they are, never copied ([`ember_kernels::with_host_values`]).
 //!
 //! The gradients go to the same optimizers as the burn path's, as [`GradientsParams`]:
 //! checkpoints, resumption and the optimizer's state are unchanged. The results agree with
@@ -27,8 +27,8 @@
 
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
-use ember_backend::kernels::{bias_relu_rows, dot, relu_backward_in_place};
-use ember_backend::{HostMatrix, host_product, read_values, with_host_values};
+use ember_kernels::kernels::{bias_relu_rows, dot, relu_backward_in_place};
+use ember_kernels::{HostMatrix, host_product, read_values, with_host_values};
 use ember_nn::{Activation, CriticEnsemble, GaussianTanhPolicy, Temperature};
 
 /// The gradients and loss values of one actor half ([`HostUpdate::run`]).
@@ -148,7 +148,7 @@ pub(super) struct HostUpdate {
     actor_loss: f64,
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// [`HostUpdate::compute`] with its loops vectorised for the widest instructions the
     /// CPU has.
     fn compute(
@@ -164,21 +164,21 @@ ember_backend::multiversion! {
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// [`HostUpdate::critic_step`], vectorised as [`compute`] is.
     fn critic_step(host: &mut HostUpdate, c: &Net<'_>, y: &[f32], weights: &[f32]) -> f64 {
         host.critic_step(c, y, weights)
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// [`HostUpdate::critic_forward`], vectorised as [`compute`] is.
     fn critic_forward(host: &mut HostUpdate, c: &Net<'_>, batch: usize) {
         host.critic_forward(c, batch);
     }
 }
 
-ember_backend::multiversion! {
+ember_kernels::multiversion! {
     /// [`HostUpdate::next`], vectorised as [`compute`] is.
     fn next(
         host: &mut HostUpdate,

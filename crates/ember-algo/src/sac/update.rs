@@ -101,7 +101,7 @@ impl NextValues {
             return Ok(next_values(&self.actor, target, x, 0, all));
         };
         let own = (*handed < all).then(|| next_values(&self.actor, target, x, *handed, all));
-        let (q, l) = ember_core::worker::receive(rx).ok_or_else(|| {
+        let (q, l) = ember_kernels::worker::receive(rx).ok_or_else(|| {
             Error::panicked(
                 format!("SAC update {step}"),
                 &"the actor half stopped before computing the next values",

@@ -33,7 +33,7 @@
 //!   [`crate::worker::spin_budget`] before they block.
 //!
 //! ```
-//! use ember_core::parts::{Parts, part};
+//! use ember_kernels::parts::{Parts, part};
 //!
 //! # fn main() -> ember_core::Result<()> {
 //! let (mut left, mut right) = (vec![1.0f32; 4], vec![2.0f32; 4]);

@@ -1,4 +1,4 @@
-//! `ember_backend::relu` against burn's `relu`: the same bits forward and backward, inputs
+//! `ember_kernels::relu` against burn's `relu`: the same bits forward and backward, inputs
 //! left intact when shared, strided and offset views, NaN kept, on every host backend.
 
 use burn::tensor::{Distribution, Tensor, TensorData};
@@ -16,18 +16,18 @@ fn values_are_burns_and_a_shared_input_is_left_alone() {
     for device in devices() {
         let x = Tensor::<2>::random([37, 65], Distribution::Normal(0.0, 1.0), &device);
         let want = burn::tensor::activation::relu(x.clone());
-        assert_eq!(bits(ember_backend::relu(x.clone())), bits(want.clone()));
+        assert_eq!(bits(ember_kernels::relu(x.clone())), bits(want.clone()));
         // `x` is shared, so it was not overwritten.
-        assert_eq!(bits(ember_backend::relu(x.clone())), bits(want.clone()));
+        assert_eq!(bits(ember_kernels::relu(x.clone())), bits(want.clone()));
         assert!(x.clone().lower_elem(0.0).any().into_scalar::<bool>());
-        let t = ember_backend::relu(x.clone().transpose());
+        let t = ember_kernels::relu(x.clone().transpose());
         assert_eq!(bits(t), bits(want.clone().transpose()));
-        let s = ember_backend::relu(x.clone().slice([3..9, 10..20]));
+        let s = ember_kernels::relu(x.clone().slice([3..9, 10..20]));
         assert_eq!(bits(s), bits(want.slice([3..9, 10..20])));
         // A unique buffer (a fresh result) is reused in place and still right.
         let fresh = x.clone().mul_scalar(2.0);
         let want2 = burn::tensor::activation::relu(x.clone().mul_scalar(2.0));
-        assert_eq!(bits(ember_backend::relu(fresh)), bits(want2));
+        assert_eq!(bits(ember_kernels::relu(fresh)), bits(want2));
     }
 }
 
@@ -35,7 +35,7 @@ fn values_are_burns_and_a_shared_input_is_left_alone() {
 fn nan_propagates() {
     for device in devices() {
         let x = Tensor::<1>::from_data(TensorData::new(vec![f32::NAN, -1.0, 2.0], [3]), &device);
-        let y = ember_backend::relu(x)
+        let y = ember_kernels::relu(x)
             .into_data()
             .try_to_vec::<f32>()
             .unwrap();
@@ -55,7 +55,7 @@ fn gradients_are_burns_also_when_the_output_is_used_twice() {
             // A fresh (unique) input, as a layer's output is.
             let h = x.clone().mul_scalar(1.5);
             let y = if ours {
-                ember_backend::relu(h)
+                ember_kernels::relu(h)
             } else {
                 burn::tensor::activation::relu(h)
             };

@@ -2,7 +2,7 @@
 //! activations in its own buffers (a training step written outside autodiff): the same
 //! kernels as [`matmul`](fn@crate::matmul) on flex — the thin kernels for a thin side, the
 //! GEMM library otherwise, in column blocks a thread waiting at a barrier may take
-//! ([`ember_core::helping`]) — writing into the caller's buffer.
+//! ([`crate::helping`]) — writing into the caller's buffer.
 
 use std::mem::MaybeUninit;
 

@@ -1,4 +1,4 @@
-//! `ember_backend::tanh` against burn's `tanh`: values, gradients, shared and strided inputs,
+//! `ember_kernels::tanh` against burn's `tanh`: values, gradients, shared and strided inputs,
 //! on every host backend this build has.
 
 use burn::tensor::{Distribution, Tensor};
@@ -15,22 +15,22 @@ fn values_match_burns_tanh_on_every_host_backend() {
     for device in devices() {
         let x = Tensor::<2>::random([37, 65], Distribution::Normal(0.0, 3.0), &device);
         let want = burn::tensor::activation::tanh(x.clone());
-        let got = ember_backend::tanh(x.clone());
+        let got = ember_kernels::tanh(x.clone());
         assert!(max_abs_diff(got, want.clone()) < 5e-7, "{device:?}");
         // The input is still intact (the kernel only works in place on a unique buffer).
-        let again = ember_backend::tanh(x.clone());
+        let again = ember_kernels::tanh(x.clone());
         assert!(
             max_abs_diff(again, want.clone()) < 5e-7,
             "{device:?}: input was overwritten"
         );
         // A transposed (strided) view.
-        let got_t = ember_backend::tanh(x.clone().transpose());
+        let got_t = ember_kernels::tanh(x.clone().transpose());
         assert!(
             max_abs_diff(got_t, want.clone().transpose()) < 5e-7,
             "{device:?}"
         );
         // A slice with an offset.
-        let got_s = ember_backend::tanh(x.clone().slice([3..9, 10..20]));
+        let got_s = ember_kernels::tanh(x.clone().slice([3..9, 10..20]));
         let want_s = want.slice([3..9, 10..20]);
         assert!(max_abs_diff(got_s, want_s) < 5e-7, "{device:?}");
     }
@@ -44,7 +44,7 @@ fn gradients_match_burns_tanh_under_autodiff() {
         let w = Tensor::<2>::random([16, 33], Distribution::Normal(0.0, 1.0), &device);
 
         let x = x0.clone().require_grad();
-        let loss = (ember_backend::tanh(x.clone()) * w.clone()).sum();
+        let loss = (ember_kernels::tanh(x.clone()) * w.clone()).sum();
         let ours = x.grad(&loss.backward()).expect("a gradient");
 
         let x = x0.clone().require_grad();
@@ -61,7 +61,7 @@ fn a_tanh_output_used_twice_keeps_both_gradient_paths() {
     for device in devices() {
         let device = device.autodiff();
         let x = Tensor::<2>::from_floats([[0.3, -1.2, 2.0]], &device).require_grad();
-        let y = ember_backend::tanh(x.clone());
+        let y = ember_kernels::tanh(x.clone());
         // d/dx (y + y²) = (1 + 2y)(1 − y²)
         let loss = (y.clone() + y.clone() * y).sum();
         let grad = x.grad(&loss.backward()).expect("a gradient").into_data();

@@ -7,8 +7,8 @@
 //! (Shapes with a thin side, `K` ≤ 4 or `N` ≤ 8, go to Ember's thin kernels, not the library.)
 //!
 //! ```sh
-//! cargo run --release --example gemm_rate            # 256 × 256 × 256
-//! cargo run --release --example gemm_rate -- 128 256 256
+//! cargo run --release -p ember-labs --bin gemm_rate            # 256 × 256 × 256
+//! cargo run --release -p ember-labs --bin gemm_rate -- 128 256 256
 //! ```
 //!
 //! Prints one line per layout and thread count, e.g.
@@ -72,7 +72,7 @@ fn one_thread(layout: &str, (m, n, k): (usize, usize, usize), start: &Barrier) -
         "rhs_t" => (random([m, k]), random([n, k]).transpose()),
         _ => (random([m, k]), random([k, n])),
     };
-    let product = || ember::backend::matmul(lhs.clone(), rhs.clone());
+    let product = || ember::kernels::matmul(lhs.clone(), rhs.clone());
     for _ in 0..3 {
         drop(product());
     }

@@ -16,8 +16,8 @@
 //! and the actor, Adam on the actor and on `log α`.
 //!
 //! ```sh
-//! cargo run --release --example sac_update_floor              # 2000 updates
-//! cargo run --release --example sac_update_floor -- 500
+//! cargo run --release -p ember-labs --bin sac_update_floor              # 2000 updates
+//! cargo run --release -p ember-labs --bin sac_update_floor -- 500
 //! ```
 //!
 //! Prints, for each half alone on one thread and for both halves at once on two threads
@@ -29,7 +29,7 @@
 //! ([`ember::core::denormals::flush_denormals_here`]; `EMBER_IEEE_DENORMALS=1` keeps IEEE
 //! behaviour): on Intel CPUs a pass over denormal floats is many times slower.
 
-use ember::backend::kernels::dot;
+use ember::kernels::kernels::dot;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -637,14 +637,14 @@ fn main() -> Result<(), String> {
     Ok(())
 }
 
-ember::backend::multiversion! {
+ember::kernels::multiversion! {
     /// The critic half, its loops vectorised for the widest instructions the CPU has.
     fn critic_update(half: &mut CriticHalf, mode: Mode) {
         half.update(mode);
     }
 }
 
-ember::backend::multiversion! {
+ember::kernels::multiversion! {
     /// The actor half, its loops vectorised for the widest instructions the CPU has.
     fn actor_update(half: &mut ActorHalf, mode: Mode) {
         half.update(mode);

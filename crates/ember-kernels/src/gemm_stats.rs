@@ -2,7 +2,7 @@
 //! it by every thread of the process, counted only after [`enable`] (a relaxed atomic load
 //! per product otherwise). For profiling whole runs (`train_speed --gemm-stats`): the share
 //! of the CPU time in large products, and their rate against the library's rate on hot
-//! operands (`cargo run --release --example gemm_rate`), says how much a
+//! operands (`cargo run --release -p ember-labs --bin gemm_rate`), says how much a
 //! run can gain from faster products and how much from the work between them.
 //!
 //! Counted: every call of the GEMM library by [`matmul`](crate::matmul) on flex (column
@@ -10,7 +10,7 @@
 //! Not counted: the thin products computed by Ember's own kernels, burn's `matmul`.
 //!
 //! ```
-//! use ember_backend::gemm_stats;
+//! use ember_kernels::gemm_stats;
 //!
 //! gemm_stats::enable();
 //! let before = gemm_stats::snapshot();

@@ -65,7 +65,7 @@ pub fn tanh_f32(x: f32) -> f32 {
 /// bits, only the lane count differs.
 ///
 /// ```
-/// ember_backend::multiversion! {
+/// ember_kernels::multiversion! {
 ///     /// `x ← 2x`.
 ///     pub fn double(x: &mut [f32]) {
 ///         x.iter_mut().for_each(|v| *v *= 2.0);
@@ -75,10 +75,10 @@ pub fn tanh_f32(x: f32) -> f32 {
 /// double(&mut v);
 /// assert_eq!(v, [2.0, 4.0]);
 ///
-/// ember_backend::multiversion! {
-///     /// `Σ x·y`, vectorised through [`ember_backend::kernels::dot`].
+/// ember_kernels::multiversion! {
+///     /// `Σ x·y`, vectorised through [`ember_kernels::kernels::dot`].
 ///     pub fn inner(x: &[f32], y: &[f32]) -> f32 {
-///         ember_backend::kernels::dot(x, y)
+///         ember_kernels::kernels::dot(x, y)
 ///     }
 /// }
 /// assert_eq!(inner(&[1.0, 2.0], &[3.0, 4.0]), 11.0);

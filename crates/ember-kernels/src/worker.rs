@@ -35,16 +35,14 @@ const SPIN_US: u64 = 500;
 /// standard error and the default is used.
 fn configured_us() -> u64 {
     static BUDGET: OnceLock<u64> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        match std::env::var("EMBER_SPIN_US") {
-            Err(_) => SPIN_US,
-            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-                eprintln!(
-                    "ember: EMBER_SPIN_US={v:?} is not a number of microseconds; using {SPIN_US}"
-                );
-                SPIN_US
-            }),
-        }
+    *BUDGET.get_or_init(|| match std::env::var("EMBER_SPIN_US") {
+        Err(_) => SPIN_US,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!(
+                "ember: EMBER_SPIN_US={v:?} is not a number of microseconds; using {SPIN_US}"
+            );
+            SPIN_US
+        }),
     })
 }
 

@@ -168,7 +168,7 @@ mod flex {
     unsafe impl Sync for Shared {}
 
     /// [`gemm_into`], in blocks of [`SHARE_COLUMNS`] output columns that a thread waiting
-    /// at a barrier may take ([`ember_core::helping`]) when one waits and the product is
+    /// at a barrier may take ([`crate::helping`]) when one waits and the product is
     /// large and at most [`SHARE_MAX_DEPTH`] deep. Every output is then the same dot
     /// product in the same order either way (tested): the bits do not depend on who
     /// computed what.
@@ -184,13 +184,13 @@ mod flex {
         rhs_strides: (isize, isize),
     ) {
         let large = m * n * k >= SHARE_MIN && n >= 2 * SHARE_COLUMNS && k <= SHARE_MAX_DEPTH;
-        if !large || !ember_core::helping::wanted() {
+        if !large || !crate::helping::wanted() {
             // SAFETY: the caller's contract.
             unsafe { gemm_into((m, n, k), dst, n, lhs, lhs_strides, rhs, rhs_strides) };
             return;
         }
         let p = Shared { dst, lhs, rhs };
-        ember_core::helping::share(n.div_ceil(SHARE_COLUMNS), &|b| {
+        crate::helping::share(n.div_ceil(SHARE_COLUMNS), &|b| {
             let from = b * SHARE_COLUMNS;
             let cols = SHARE_COLUMNS.min(n - from);
             // SAFETY: columns `from..from + cols` of `dst` and of `rhs` lie inside the
@@ -527,12 +527,12 @@ mod tests {
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             let helper = s.spawn(|| {
-                ember_core::helping::help_until(std::time::Duration::from_secs(60), || {
+                crate::helping::help_until(std::time::Duration::from_secs(60), || {
                     stop.load(Ordering::Acquire)
                 })
             });
             let _stop = Stop(&stop);
-            while !ember_core::helping::wanted() {
+            while !crate::helping::wanted() {
                 std::hint::spin_loop();
             }
             for round in 0..3 {

@@ -335,7 +335,7 @@ mod tests {
     fn devices() -> Vec<Device> {
         ["flex", "ndarray"]
             .iter()
-            .filter_map(|s| s.parse::<crate::DeviceSpec>().ok()?.device().ok())
+            .filter_map(|s| s.parse::<ember_backend::DeviceSpec>().ok()?.device().ok())
             .collect()
     }
 

@@ -5,7 +5,7 @@
 //! one the cores run at.
 //!
 //! ```sh
-//! cargo run --release --example fma_peak
+//! cargo run --release -p ember-labs --bin fma_peak
 //! ```
 //!
 //! Prints one line per vector width and thread count, e.g.

@@ -1,4 +1,4 @@
-//! `ember_backend::bias_relu` against burn's `relu(y + b)`: the same bits forward and for
+//! `ember_kernels::bias_relu` against burn's `relu(y + b)`: the same bits forward and for
 //! both gradients, for a layer (rank 2) and an ensemble's layers (rank 3), a shared product
 //! left intact, a bias needing no gradient, on every host backend.
 
@@ -24,7 +24,7 @@ fn values_are_burns_and_a_shared_product_is_left_alone() {
         let want = reference(y.clone(), b.clone());
         let before = bits(y.clone());
         assert_eq!(
-            bits(ember_backend::bias_relu(y.clone(), b.clone())),
+            bits(ember_kernels::bias_relu(y.clone(), b.clone())),
             bits(want)
         );
         assert_eq!(bits(y.clone()), before, "a shared product was overwritten");
@@ -32,12 +32,12 @@ fn values_are_burns_and_a_shared_product_is_left_alone() {
         let y3 = Tensor::<3>::random([3, 20, 9], Distribution::Normal(0.0, 1.0), &device);
         let b3 = Tensor::<3>::random([3, 1, 9], Distribution::Normal(0.0, 1.0), &device);
         let want3 = reference(y3.clone().mul_scalar(2.0), b3.clone());
-        let got3 = ember_backend::bias_relu(y3.mul_scalar(2.0), b3);
+        let got3 = ember_kernels::bias_relu(y3.mul_scalar(2.0), b3);
         assert_eq!(bits(got3), bits(want3));
         // A bias that is not one row per leading index takes burn's ops.
         let full = Tensor::<2>::random([37, 65], Distribution::Normal(0.0, 1.0), &device);
         let want_full = reference(y.clone(), full.clone());
-        assert_eq!(bits(ember_backend::bias_relu(y, full)), bits(want_full));
+        assert_eq!(bits(ember_kernels::bias_relu(y, full)), bits(want_full));
     }
 }
 
@@ -58,7 +58,7 @@ fn gradients_are_burns() {
             };
             let y = x.clone().matmul(w.clone());
             let h = if ours {
-                ember_backend::bias_relu(y, b.clone())
+                ember_kernels::bias_relu(y, b.clone())
             } else {
                 reference(y, b.clone())
             };
@@ -94,7 +94,7 @@ fn other_broadcasts_take_burns_ops_and_get_gradients_of_their_shapes() {
             let grads = |ours: bool| {
                 let (y, b) = (y0.clone().require_grad(), b0.clone().require_grad());
                 let h = if ours {
-                    ember_backend::bias_relu(y.clone(), b.clone())
+                    ember_kernels::bias_relu(y.clone(), b.clone())
                 } else {
                     reference(y.clone(), b.clone())
                 };

@@ -1,6 +1,6 @@
 //! Double-precision `ln`, `sin`/`cos` of a turn, `exp` and `tanh` for sampling on the host,
 //! written as straight-line code (bit tricks, polynomials, selects) so that loops over
-//! blocks of them vectorise under [`ember_backend::multiversion!`].
+//! blocks of them vectorise under [`crate::multiversion!`].
 //!
 //! The C library's scalar `ln`, `sin_cos` and `tanhf` cost 30–35 ns per normal sample and
 //! 27 ns per squashed action on the machines we measure; a frozen policy at batch 16
@@ -29,7 +29,7 @@ const SHIFTER: f64 = 6_755_399_441_055_744.0;
 /// `ln m = 2 atanh s = f − f²/2 + s (f²/2 + R(s²))` with `R(z) = Σ 2 z^i / (2i + 1)`
 /// (nine terms: `s² ≤ 0.0295` leaves the tenth below `1e-17` of the result).
 #[inline(always)]
-pub(crate) fn ln_positive(x: f64) -> f64 {
+pub fn ln_positive(x: f64) -> f64 {
     const SQRT_HALF_BITS: u64 = 0x3fe6_a09e_667f_3bcd;
     const MANTISSA: u64 = (1 << 52) - 1;
     let shifted = x.to_bits().wrapping_sub(SQRT_HALF_BITS);
@@ -65,7 +65,7 @@ fn small_int_to_f64(k: i64) -> f64 {
 /// `|t| ≤ 1/8` (both exact), Taylor polynomials of `θ = 2πt` on `[−π/4, π/4]`, then the
 /// quarter turns `q` as swaps and signs.
 #[inline(always)]
-pub(crate) fn sin_cos_turn(u: f64) -> (f64, f64) {
+pub fn sin_cos_turn(u: f64) -> (f64, f64) {
     let q = (u * 4.0 + 0.5).floor();
     let t = u - q * 0.25;
     let th = t * TAU;
@@ -97,7 +97,7 @@ pub(crate) fn sin_cos_turn(u: f64) -> (f64, f64) {
 /// `e^x`, for `x` in `[−708, 709]` (clamped there; NaN stays NaN): `x = k ln 2 + r` with
 /// `|r| ≤ ln 2 / 2`, a Taylor polynomial of degree 13 in `r`, times `2^k` from the bits.
 #[inline(always)]
-pub(crate) fn exp(x: f64) -> f64 {
+pub fn exp(x: f64) -> f64 {
     let x = x.clamp(-708.0, 709.0);
     // Adding `SHIFTER` rounds to a whole number.
     let kf = x * std::f64::consts::LOG2_E + SHIFTER;
@@ -126,7 +126,7 @@ pub(crate) fn exp(x: f64) -> f64 {
 /// `tanh x` rounded to `f32` (NaN stays NaN): `(1 − e^{−2|x|}) / (1 + e^{−2|x|})` with the
 /// sign of `x`, and its Taylor series below `|x| = 1/64`, where the difference loses bits.
 #[inline(always)]
-pub(crate) fn tanh(x: f32) -> f32 {
+pub fn tanh(x: f32) -> f32 {
     let x = x as f64;
     let ax = x.abs();
     let e = exp(-2.0 * ax);

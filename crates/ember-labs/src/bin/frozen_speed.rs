@@ -9,7 +9,7 @@
 //! a time.)
 //!
 //! ```sh
-//! cargo run --release --example frozen_speed [rounds]
+//! cargo run --release -p ember-labs --bin frozen_speed [rounds]
 //! ```
 //!
 //! Prints one line per batch and mode, e.g.
