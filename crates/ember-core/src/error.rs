@@ -8,6 +8,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything a user of an Ember library can get wrong, each variant naming the offending
 /// value and what would have been allowed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An argument lies outside its allowed range.
     #[error("invalid {name}: got {value}, expected {expected}")]
