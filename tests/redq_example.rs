@@ -16,6 +16,15 @@ use std::time::{Duration, Instant};
 const SEED: u64 = 1;
 const EVAL_EVERY: u64 = 250;
 
+/// Held by each test for its whole run. A learner seeds the backend's global generator and
+/// then draws its initial weights from it; a learner built at the same moment in another
+/// test thread would draw in between, and the two runs would start from other weights.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn first_at_goal(report: &TrainReport) -> Option<u64> {
     report
         .evals
@@ -51,6 +60,7 @@ fn sac() -> TrainReport {
 
 #[test]
 fn redq_reaches_minus_200_in_fewer_env_steps_than_sac() {
+    let _one = one_at_a_time();
     let redq = redq::run_redq(SEED, EVAL_EVERY).unwrap();
     let sac = sac();
     let curve = |r: &TrainReport| -> String {
@@ -112,6 +122,7 @@ fn redq_killed_at_random_instants_resumes_exactly() {
         std::fs::rename(out.with_extension("tmp"), out).unwrap();
         return;
     }
+    let _one = one_at_a_time();
     let base = std::env::temp_dir().join(format!("ember-redq-kill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
