@@ -334,37 +334,16 @@ impl Visitor for Commit {
     }
 }
 
-/// After a checkpoint is in place: every acting copy copies its (new) network.
-struct Refresh;
-
-impl Visitor for Refresh {
-    fn net<M: Module + 'static>(&mut self, _: &str, _: &mut M) -> Result<()> {
-        Ok(())
-    }
-    fn optim(&mut self, _: &str, _: &mut ModuleOptimizer) -> Result<()> {
-        Ok(())
-    }
-    fn value<T: Value>(&mut self, _: &mut T) -> Result<()> {
-        Ok(())
-    }
-    fn acting<M: Module + 'static>(
-        &mut self,
-        acting: &mut ActingCopy<M>,
-        online: &mut M,
-    ) -> Result<()> {
-        acting.refresh(online);
-        Ok(())
-    }
-}
-
-/// The published policy: the flat weights of the first acting copy's network, or loads
-/// them into it.
-enum Policy<'a> {
+/// What is done to the acting copy alone: refreshed from its network after a checkpoint
+/// is in place; or the published policy, the first acting copy's network, read as flat
+/// weights or loaded from them.
+enum Acting<'a> {
+    Refresh,
     Read(Option<Vec<f32>>),
     Load { weights: &'a [f32], done: bool },
 }
 
-impl Visitor for Policy<'_> {
+impl Visitor for Acting<'_> {
     fn net<M: Module + 'static>(&mut self, _: &str, _: &mut M) -> Result<()> {
         Ok(())
     }
@@ -380,8 +359,9 @@ impl Visitor for Policy<'_> {
         online: &mut M,
     ) -> Result<()> {
         match self {
-            Policy::Read(out @ None) => *out = Some(ember_nn::flat_params(online)),
-            Policy::Load { weights, done } if !*done => {
+            Acting::Refresh => acting.refresh(online),
+            Acting::Read(out @ None) => *out = Some(ember_nn::flat_params(online)),
+            Acting::Load { weights, done } if !*done => {
                 *online = acting.load_flat(online.clone(), weights)?;
                 *done = true;
             }
@@ -421,7 +401,7 @@ fn load<L: Persist + ?Sized>(learner: &mut L, dir: &Path, scope: Scope) -> Resul
     };
     learner.persist(&mut commit)?;
     if scope == Scope::Networks {
-        learner.persist(&mut Refresh)?;
+        learner.persist(&mut Acting::Refresh)?;
     }
     learner.loaded(match scope {
         Scope::Networks => Loaded::Networks,
@@ -461,22 +441,22 @@ impl<L: Persist> TrainingState for L {
 
 impl<L: Persist> PolicyWeights for L {
     fn policy_weights(&mut self) -> Vec<f32> {
-        let mut read = Policy::Read(None);
+        let mut read = Acting::Read(None);
         // Reading visits no file and cannot fail.
         let _ = self.persist(&mut read);
         match read {
-            Policy::Read(Some(weights)) => weights,
+            Acting::Read(Some(weights)) => weights,
             _ => Vec::new(),
         }
     }
 
     fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()> {
-        let mut load = Policy::Load {
+        let mut load = Acting::Load {
             weights,
             done: false,
         };
         self.persist(&mut load)?;
-        if !matches!(load, Policy::Load { done: true, .. }) {
+        if !matches!(load, Acting::Load { done: true, .. }) {
             return Err(Error::Unavailable {
                 what: format!("policy weights of a `{}` learner", self.kind()),
                 hint: "its `persist` lists no acting copy".into(),
