@@ -3,7 +3,9 @@
 # time): `mujoco==3.17.0` ships `libmujoco.so.3.17.0`, which `mujoco-rs = "=7.0.0"` links;
 # `gymnasium==1.4.0` ships the task XML files the native environments load, and is the
 # reference the trace generator (tools/gen_mujoco_traces.py) records from (its MuJoCo
-# environments import `imageio`, and `packaging`, which the venv gets too).
+# environments import `imageio`, and `packaging`, which the venv gets too); `numpy==2.4.6`
+# ships `libnpyrandom.a`, NumPy's samplers for C users, from which the tasks' normal reset
+# noise is drawn (so a seeded reset matches Gymnasium's to the bit).
 #
 # Usage: scripts/setup-mujoco.sh [VENV_DIR]     (default: .venv-mujoco in the repo root)
 # Idempotent: skips the install when the venv already has both versions. Prints the
@@ -14,7 +16,8 @@
 # What it exports:
 # - MUJOCO_DYNAMIC_LINK_DIR: a folder (`.mujoco-lib/` beside the venv) holding a
 #   `libmujoco.so` link to the wheel's library: mujoco-rs links against it, and ember-env's
-#   build script embeds it as an rpath, so binaries run without LD_LIBRARY_PATH.
+#   build script embeds it as an rpath, so binaries run without LD_LIBRARY_PATH. It also
+#   holds a `libnpyrandom.a` link to the NumPy wheel's archive, which ember-env links.
 # - EMBER_GYMNASIUM_ASSETS: Gymnasium's `envs/mujoco/assets` folder, where the native tasks
 #   read their model XML files (each task's file can also be given per environment).
 # - EMBER_MUJOCO_PYTHON: the venv's python, for the trace generator and the bridge tests.
@@ -23,24 +26,27 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${1:-$ROOT/.venv-mujoco}"
 MUJOCO="3.17.0"
 GYMNASIUM="1.4.0"
+NUMPY="2.4.6"
 
 have_both() {
     [ -x "$VENV/bin/python" ] &&
         "$VENV/bin/python" - <<EOF 2>/dev/null
-import sys, mujoco, gymnasium, gymnasium.envs.mujoco
-sys.exit(0 if (mujoco.__version__, gymnasium.__version__) == ("$MUJOCO", "$GYMNASIUM") else 1)
+import sys, mujoco, gymnasium, gymnasium.envs.mujoco, numpy
+have = (mujoco.__version__, gymnasium.__version__, numpy.__version__)
+sys.exit(0 if have == ("$MUJOCO", "$GYMNASIUM", "$NUMPY") else 1)
 EOF
 }
 
 if have_both; then
-    echo "# mujoco $MUJOCO and gymnasium $GYMNASIUM already in $VENV" >&2
+    echo "# mujoco $MUJOCO, gymnasium $GYMNASIUM and numpy $NUMPY already in $VENV" >&2
 else
-    echo "# installing mujoco==$MUJOCO and gymnasium==$GYMNASIUM into $VENV (about 100 MB)" >&2
+    echo "# installing mujoco==$MUJOCO, gymnasium==$GYMNASIUM and numpy==$NUMPY into $VENV (about 100 MB)" >&2
     python3 -m venv "$VENV" >&2
     if ! "$VENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
-        "mujoco==$MUJOCO" "gymnasium==$GYMNASIUM" imageio packaging >&2 || ! have_both; then
+        "mujoco==$MUJOCO" "gymnasium==$GYMNASIUM" "numpy==$NUMPY" imageio packaging >&2 ||
+        ! have_both; then
         rm -rf "$VENV"
-        echo "mujoco $MUJOCO / gymnasium $GYMNASIUM did not install into $VENV" >&2
+        echo "mujoco $MUJOCO / gymnasium $GYMNASIUM / numpy $NUMPY did not install into $VENV" >&2
         exit 1
     fi
 fi
@@ -60,6 +66,10 @@ LIBDIR="$(dirname "$VENV")/.mujoco-lib"
 mkdir -p "$LIBDIR"
 ln -sfn "$SO" "$LIBDIR/libmujoco.so"
 ln -sfn "$SO" "$LIBDIR/$(basename "$SO")"
+# NumPy's samplers for C users (its normal sampler draws the tasks' reset noise).
+NPYRANDOM="$("$VENV/bin/python" -c 'import os, numpy.random as r; print(os.path.join(os.path.dirname(r.__file__), "lib", "libnpyrandom.a"))')"
+[ -f "$NPYRANDOM" ] || { echo "the numpy wheel in $VENV ships no $NPYRANDOM" >&2; exit 1; }
+ln -sfn "$NPYRANDOM" "$LIBDIR/libnpyrandom.a"
 ASSETS="$("$VENV/bin/python" -c 'import os, gymnasium.envs.mujoco as m; print(os.path.join(os.path.dirname(m.__file__), "assets"))')"
 [ -f "$ASSETS/half_cheetah.xml" ] || { echo "no half_cheetah.xml in $ASSETS" >&2; exit 1; }
 

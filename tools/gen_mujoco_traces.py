@@ -19,8 +19,8 @@ observation (float64), reward, its terms (the info keys named `reward_*`, or Inv
 Pendulum's penalties), terminated and truncated. Numbers are written with Python's
 shortest round-trip repr, so the JSON holds the exact float64 values.
 
-`numpy_random.json` holds NumPy's `default_rng(seed)` draws (raw 64-bit words and
-`random()`), which Ember's `NumpyRng` reproduces.
+`numpy_random.json` holds NumPy's `default_rng(seed)` draws (raw 64-bit words, `random()`,
+`uniform()` and `standard_normal()`), which Ember's `NumpyRng` reproduces.
 """
 
 import json
@@ -125,6 +125,9 @@ def record(env_id, max_steps, terms):
     }
 
 
+NORMAL_DRAWS = 20_000
+
+
 def numpy_random():
     out = []
     for seed in (0, 1, 42, 2**32 + 5, 2**63 + 11):
@@ -136,6 +139,8 @@ def numpy_random():
                 "raw": [str(int(x)) for x in raw],
                 "random": floats(g.random(4)),
                 "uniform": floats(g.uniform(-0.1, 0.1, size=4)),
+                # Enough draws to take the ziggurat's slow paths (wedges, the tail) often.
+                "normal": floats(g.standard_normal(NORMAL_DRAWS)),
             }
         )
     return out

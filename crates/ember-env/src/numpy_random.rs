@@ -8,11 +8,12 @@
 //! tests (`tools/gen_mujoco_traces.py` records NumPy's draws) and by the classic-control
 //! environments' seeded resets matching Gymnasium's.
 //!
-//! Normal draws are **not** NumPy's: NumPy's ziggurat tables cannot be recomputed here to
-//! the bit, so [`NumpyRng::standard_normal`] uses the Box–Muller transform on the same
-//! stream (the same distribution, other values). Tasks whose reset adds normal noise
-//! (HalfCheetah, Ant, InvertedDoublePendulum) therefore match Gymnasium from set states, not
-//! from seeds.
+//! Normal draws (feature `mujoco`, whose tasks add normal reset noise) are NumPy's own:
+//! [`NumpyRng::standard_normal`] calls `random_standard_normal`, NumPy's ziggurat, from the
+//! `libnpyrandom.a` that NumPy's wheel ships for C and Cython users (scripts/setup-mujoco.sh
+//! links it beside the MuJoCo library), fed by this generator. Its tables are NumPy's data
+//! and are not recomputed here: recomputing them in double precision from Marsaglia and
+//! Tsang's recurrence gets 70 of the 256 layer bounds wrong.
 
 use ember_core::state::{StateReader, StateWriter};
 use ember_core::{Error, Result};
@@ -120,12 +121,11 @@ impl NumpyRng {
         low + (high - low) * self.random()
     }
 
-    /// A standard normal draw by the Box–Muller transform (not NumPy's ziggurat; see the
-    /// module's documentation).
+    /// `Generator.standard_normal()`: NumPy's own ziggurat (linked from its wheel, see the
+    /// module's documentation) drawing from this generator, so the same values as NumPy.
+    #[cfg(feature = "mujoco")]
     pub fn standard_normal(&mut self) -> f64 {
-        // 1 - u lies in (0, 1]: its logarithm is finite.
-        let r = (-2.0 * (1.0 - self.random()).ln()).sqrt();
-        r * (std::f64::consts::TAU * self.random()).cos()
+        numpy_ffi::standard_normal(self)
     }
 
     /// Appends the generator's state (four words).
@@ -155,6 +155,64 @@ impl NumpyRng {
     }
 }
 
+/// The call into NumPy's `libnpyrandom.a`.
+#[cfg(feature = "mujoco")]
+mod numpy_ffi {
+    use super::NumpyRng;
+    use std::ffi::c_void;
+
+    /// NumPy's `bitgen_t` (`numpy/random/bitgen.h`): a generator's state and its draws.
+    #[repr(C)]
+    struct BitGen {
+        state: *mut c_void,
+        next_uint64: unsafe extern "C" fn(*mut c_void) -> u64,
+        next_uint32: unsafe extern "C" fn(*mut c_void) -> u32,
+        next_double: unsafe extern "C" fn(*mut c_void) -> f64,
+        next_raw: unsafe extern "C" fn(*mut c_void) -> u64,
+    }
+
+    unsafe extern "C" {
+        /// NumPy's `random_standard_normal(bitgen_t *)`.
+        fn random_standard_normal(bitgen: *mut BitGen) -> f64;
+    }
+
+    /// # Safety
+    /// `st` is the `&mut NumpyRng` that [`standard_normal`] put into the `BitGen`.
+    unsafe fn rng<'a>(st: *mut c_void) -> &'a mut NumpyRng {
+        // SAFETY: see the function's contract; NumPy passes `state` back unchanged.
+        unsafe { &mut *st.cast::<NumpyRng>() }
+    }
+
+    unsafe extern "C" fn next_u64(st: *mut c_void) -> u64 {
+        // SAFETY: only NumPy calls this, with the state `standard_normal` gave it.
+        unsafe { rng(st) }.next_u64()
+    }
+
+    unsafe extern "C" fn next_double(st: *mut c_void) -> f64 {
+        // SAFETY: as in `next_u64`.
+        unsafe { rng(st) }.random()
+    }
+
+    /// PCG64's 32-bit draws keep half a word between calls, which this generator does not;
+    /// NumPy's normal sampler never asks for them.
+    unsafe extern "C" fn next_u32(_: *mut c_void) -> u32 {
+        std::process::abort()
+    }
+
+    pub(super) fn standard_normal(rng: &mut NumpyRng) -> f64 {
+        let mut bitgen = BitGen {
+            state: (rng as *mut NumpyRng).cast(),
+            next_uint64: next_u64,
+            next_uint32: next_u32,
+            next_double,
+            next_raw: next_u64,
+        };
+        // SAFETY: `bitgen` lives across the call and its state is the exclusive `rng`;
+        // `random_standard_normal` only calls the draws above through it.
+        unsafe { random_standard_normal(&mut bitgen) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +230,7 @@ mod tests {
         assert!((-0.1..0.1).contains(&u));
     }
 
+    #[cfg(feature = "mujoco")]
     #[test]
     fn normal_draws_have_unit_moments() {
         // Against the naive reference: mean 0, variance 1, P(|z| < 1) = 0.6827.

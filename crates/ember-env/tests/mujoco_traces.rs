@@ -3,10 +3,9 @@
 //! temporary folder; or read from `EMBER_MUJOCO_TRACES` if set).
 //!
 //! What must agree:
-//! - NumPy's generator: raw words, `random()` and `uniform()` bit for bit.
-//! - Seeded resets of the tasks with uniform reset noise: qpos and qvel bit for bit. The three
-//!   tasks with normal velocity noise (HalfCheetah, Ant, InvertedDoublePendulum) are put into
-//!   Gymnasium's reset state instead (`set_state`), as documented on `MujocoEnv`.
+//! - NumPy's generator: raw words, `random()`, `uniform()` and `standard_normal()` (NumPy's
+//!   ziggurat, linked from its wheel, its slow paths included) bit for bit.
+//! - Seeded resets of every task (uniform and normal reset noise): qpos and qvel bit for bit.
 //! - Every step: observations bit for bit (Gymnasium's float64 rounded to f32), terminated
 //!   and truncated exactly, rewards and their terms to 1e-12 (scaled; NumPy's `einsum` and
 //!   `linalg.norm` may add in another order).
@@ -18,8 +17,6 @@ use ember_env::{MujocoEnv, NumpyRng};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-
-const NORMAL_RESET: [&str; 3] = ["HalfCheetah-v5", "Ant-v5", "InvertedDoublePendulum-v5"];
 
 /// The folder of traces: `EMBER_MUJOCO_TRACES`, or generated once per test process.
 fn traces() -> &'static Path {
@@ -102,32 +99,21 @@ fn replay(id: &str) -> Replayed {
     for (k, ep) in trace["episodes"].as_array().unwrap().iter().enumerate() {
         let what = |t: usize| format!("{id} episode {k} step {t}");
         let seeded = ep["kind"] == "seed";
-        let normal = NORMAL_RESET.contains(&id);
         // Seeded episodes go through the registry's time limit; set states through the task.
         let obs0 = if seeded {
             let obs = env.reset(Some(ep["seed"].as_u64().unwrap())).unwrap();
-            if normal {
-                // Gymnasium's reset state, put in place: the same as `raw`, under the limit.
-                raw.reset(Some(0)).unwrap();
-                let (q, v) = (floats(&ep["reset_qpos"]), floats(&ep["reset_qvel"]));
-                raw.set_state(&q, &v).unwrap();
-                let mut o = vec![0.0; obs.len()];
-                raw.observe_into(&mut o).unwrap();
-                o
-            } else {
-                raw.reset(Some(ep["seed"].as_u64().unwrap())).unwrap();
-                assert_eq!(
-                    raw.qpos(),
-                    &floats(&ep["reset_qpos"])[..],
-                    "{id} seed reset qpos"
-                );
-                assert_eq!(
-                    raw.qvel(),
-                    &floats(&ep["reset_qvel"])[..],
-                    "{id} seed reset qvel"
-                );
-                obs
-            }
+            raw.reset(Some(ep["seed"].as_u64().unwrap())).unwrap();
+            assert_eq!(
+                raw.qpos(),
+                &floats(&ep["reset_qpos"])[..],
+                "{id} seed reset qpos"
+            );
+            assert_eq!(
+                raw.qvel(),
+                &floats(&ep["reset_qvel"])[..],
+                "{id} seed reset qvel"
+            );
+            obs
         } else {
             raw.reset(Some(0)).unwrap();
             raw.set_state(&floats(&ep["qpos"]), &floats(&ep["qvel"]))
@@ -142,18 +128,14 @@ fn replay(id: &str) -> Replayed {
         };
         let want0: Vec<f32> = floats(&ep["reset_obs"]).iter().map(|&x| x as f32).collect();
         assert_eq!(obs0, want0, "{id} episode {k}: reset observation");
-        // Normal-noise seeded episodes step `raw` (in Gymnasium's reset state) and count the
-        // steps against the limit themselves.
-        let limit = raw.max_episode_steps() as usize;
         for (t, step) in ep["steps"].as_array().unwrap().iter().enumerate() {
             let action: Vec<f32> = floats(&step["action"]).iter().map(|&x| x as f32).collect();
-            let (obs, reward, terminated, truncated) = if seeded && !normal {
+            let (obs, reward, terminated, truncated) = if seeded {
                 let s = env.step(Action::Continuous(&action)).unwrap();
                 (s.obs, s.reward, s.terminated, s.truncated)
             } else {
                 let s = raw.step(Action::Continuous(&action)).unwrap();
-                let truncated = seeded && t + 1 == limit && !s.terminated;
-                (s.obs, s.reward, s.terminated, truncated)
+                (s.obs, s.reward, s.terminated, false)
             };
             let want: Vec<f32> = floats(&step["obs"]).iter().map(|&x| x as f32).collect();
             assert_eq!(obs, want, "{}: observation", what(t));
@@ -174,7 +156,7 @@ fn replay(id: &str) -> Replayed {
                 reward,
                 step["reward"].as_f64().unwrap(),
             ));
-            if !seeded || normal {
+            if !seeded {
                 for ((name, got), want) in raw.reward_terms().iter().zip(floats(&step["terms"])) {
                     worst = worst.max(close(&format!("{}: {name}", what(t)), *got, want));
                 }
@@ -213,6 +195,15 @@ fn numpy_generator_matches_numpy() {
         }
         for want in floats(&case["uniform"]) {
             assert_eq!(rng.uniform(-0.1, 0.1), want, "seed {seed}");
+        }
+        let normal = floats(&case["normal"]);
+        assert!(
+            normal.len() >= 20_000,
+            "seed {seed}: {} normal draws",
+            normal.len()
+        );
+        for (i, want) in normal.into_iter().enumerate() {
+            assert_eq!(rng.standard_normal(), want, "seed {seed}: normal draw {i}");
         }
     }
 }

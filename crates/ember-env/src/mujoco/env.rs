@@ -20,9 +20,9 @@ use std::path::Path;
 /// keys such as `reward_forward`, `reward_ctrl`) are kept by [`MujocoEnv::reward_terms`].
 ///
 /// The reset noise is drawn from NumPy's generator as Gymnasium seeds it
-/// (`np.random.default_rng(seed)`): the uniform noise has NumPy's bits; normal noise
-/// (HalfCheetah, Ant, InvertedDoublePendulum velocities) is drawn by another method, so those
-/// three match Gymnasium from set states ([`MujocoEnv::set_state`]) but not from seeds.
+/// (`np.random.default_rng(seed)`), the normal noise (HalfCheetah, Ant and
+/// InvertedDoublePendulum velocities) by NumPy's own sampler ([`crate::NumpyRng`]): a seeded
+/// reset puts every task into Gymnasium's state to the bit.
 ///
 /// Snapshots ([`Env::save_state`]) hold MuJoCo's full integration state (positions,
 /// velocities, activations, controls, warm start, time), the generator and what the task
