@@ -6,22 +6,35 @@
 //! Limits are explicit: a message over [`GrpcLimits::max_message_bytes`] or a request of
 //! more than [`GrpcLimits::max_rows`] rows gets a gRPC status, and so does a request of the
 //! wrong width or with a NaN; only that actor's stream ends, every other stream goes on.
+//! A learner holds at most [`GrpcLimits::max_streams`] actor streams at once and reads each
+//! at most [`GrpcLimits::max_stream_rate`] messages per second, so that one flooding peer
+//! cannot starve the others or grow memory.
+//!
+//! Security ([`security`]): the `*_secured` constructors take a token that every call and
+//! stream must carry and TLS (rustls, optionally mutual); the plain constructors serve and
+//! dial plain text without a token, for tests and loopback.
 
 mod policy;
+pub mod security;
 
 pub use policy::{PolicyBoard, PolicyClient, PublishedPolicy};
+pub use security::{ClientSecurity, ClientTls, SelfSigned, ServerSecurity, ServerTls, Token};
 
 use crate::inference::InferenceHandle;
 use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
 use crate::wal::{Appended, Record, TransitionLog};
 use ember_algo::{ActionBuf, Agent};
 use ember_core::{EmberRng, Error, Result};
+use security::{TokenAuth, TokenCheck};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status, Streaming};
 
 /// The generated protobuf messages and service stubs (`proto/ember.proto`).
@@ -35,13 +48,19 @@ use proto::parameter_server_server::{
     ParameterServer as PsService, ParameterServerServer as PsServer,
 };
 
-/// Message-size and request limits of a server (and the clients' receive limit).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Message-size, request and stream limits of a server (and the clients' receive limit).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GrpcLimits {
     /// The largest encoded message accepted or sent, in bytes.
     pub max_message_bytes: usize,
     /// The most observation rows in one request.
     pub max_rows: usize,
+    /// The most actor streams (inference and transition streams together) a learner holds
+    /// at once; a stream past it is refused with `RESOURCE_EXHAUSTED`.
+    pub max_streams: usize,
+    /// The most messages per second read from one stream (a burst of one second's worth
+    /// is allowed); a faster peer is slowed down, not dropped. `f64::INFINITY`: no limit.
+    pub max_stream_rate: f64,
 }
 
 impl Default for GrpcLimits {
@@ -49,7 +68,77 @@ impl Default for GrpcLimits {
         GrpcLimits {
             max_message_bytes: 4 << 20,
             max_rows: 4096,
+            max_streams: 1024,
+            max_stream_rate: 100_000.0,
         }
+    }
+}
+
+/// Counts a learner's open actor streams against [`GrpcLimits::max_streams`].
+#[derive(Clone)]
+struct StreamSlots {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One open stream's place; given back when dropped (the stream's reader ends).
+struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl StreamSlots {
+    fn take(&self) -> std::result::Result<StreamSlot, Status> {
+        let max = self.max;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| StreamSlot(self.open.clone()))
+            .map_err(|n| {
+                Status::resource_exhausted(format!(
+                    "{n} actor streams are open, the learner takes at most {max}"
+                ))
+            })
+    }
+}
+
+/// A token bucket pacing one stream's reads to [`GrpcLimits::max_stream_rate`].
+struct Pace {
+    rate: f64,
+    tokens: f64,
+    last: tokio::time::Instant,
+}
+
+impl Pace {
+    fn new(rate: f64) -> Pace {
+        Pace {
+            rate,
+            tokens: rate.max(1.0),
+            last: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Waits until the stream may read its next message.
+    async fn next(&mut self) {
+        if !self.rate.is_finite() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let burst = self.rate.max(1.0);
+        self.tokens =
+            (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(burst);
+        self.last = now;
+        if self.tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - self.tokens) / self.rate);
+            tokio::time::sleep(wait).await;
+            self.tokens = 1.0;
+            self.last = tokio::time::Instant::now();
+        }
+        self.tokens -= 1.0;
     }
 }
 
@@ -85,6 +174,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 /// streams get 200 ms to finish, then their actors see the connection close).
 pub struct GrpcServer {
     addr: SocketAddr,
+    refused: Arc<AtomicU64>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -134,17 +224,37 @@ impl GrpcServer {
         services: LearnerServices,
         limits: GrpcLimits,
     ) -> Result<Self> {
+        Self::learner_services_secured(addr, services, limits, &ServerSecurity::insecure())
+    }
+
+    /// [`GrpcServer::learner_services`] demanding `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start; the TLS certificate or key
+    /// is unusable.
+    pub fn learner_services_secured(
+        addr: &str,
+        services: LearnerServices,
+        limits: GrpcLimits,
+        security: &ServerSecurity,
+    ) -> Result<Self> {
         let service = LearnerImpl {
             inference: services.inference,
             kind: services.kind,
             limits,
             ingest: services.ingest,
             policy: services.policy,
+            slots: StreamSlots {
+                open: Arc::new(AtomicUsize::new(0)),
+                max: limits.max_streams,
+            },
         };
         let svc = LearnerServer::new(service)
             .max_decoding_message_size(limits.max_message_bytes)
             .max_encoding_message_size(limits.max_message_bytes);
-        Self::start(addr, move |b| b.add_service(svc))
+        Self::start(addr, security, move |b, check| {
+            b.add_service(InterceptedService::new(svc, check))
+        })
     }
 
     /// Serves `ps` (trainers `0..trainers` submit over gRPC) at `addr`.
@@ -152,6 +262,20 @@ impl GrpcServer {
     /// # Errors
     /// The address cannot be bound; the runtime cannot start.
     pub fn parameter_server(addr: &str, ps: &ParameterServer, limits: GrpcLimits) -> Result<Self> {
+        Self::parameter_server_secured(addr, ps, limits, &ServerSecurity::insecure())
+    }
+
+    /// [`GrpcServer::parameter_server`] demanding `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// The address cannot be bound; the runtime cannot start; the TLS certificate or key
+    /// is unusable.
+    pub fn parameter_server_secured(
+        addr: &str,
+        ps: &ParameterServer,
+        limits: GrpcLimits,
+        security: &ServerSecurity,
+    ) -> Result<Self> {
         let trainers = (0..ps.trainers())
             .map(|id| ps.trainer(id))
             .collect::<Result<Vec<_>>>()?;
@@ -160,15 +284,38 @@ impl GrpcServer {
         })
         .max_decoding_message_size(limits.max_message_bytes)
         .max_encoding_message_size(limits.max_message_bytes);
-        Self::start(addr, move |b| b.add_service(svc))
+        Self::start(addr, security, move |b, check| {
+            b.add_service(InterceptedService::new(svc, check))
+        })
+    }
+
+    /// Calls refused for a missing or wrong token since the server started.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     fn start(
         addr: &str,
-        add: impl FnOnce(&mut tonic::transport::Server) -> tonic::transport::server::Router
+        security: &ServerSecurity,
+        add: impl FnOnce(&mut tonic::transport::Server, TokenCheck) -> tonic::transport::server::Router
         + Send
         + 'static,
     ) -> Result<Self> {
+        let refused = Arc::new(AtomicU64::new(0));
+        let check = TokenCheck {
+            token: security.token.clone(),
+            refused: refused.clone(),
+        };
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = &security.tls {
+            server = server.tls_config(tls.config()).map_err(|e| {
+                Error::invalid(
+                    "TLS certificate and key",
+                    "the server's",
+                    format!("{e}: {}", error_chain(&e)),
+                )
+            })?;
+        }
         let listener = std::net::TcpListener::bind(addr)
             .map_err(|e| io_unavailable(&format!("listening on {addr}"), e))?;
         listener
@@ -195,8 +342,7 @@ impl GrpcServer {
                             return;
                         }
                     };
-                    let mut server = tonic::transport::Server::builder();
-                    let router = add(&mut server);
+                    let router = add(&mut server, check);
                     // Answers go out at once: without TCP_NODELAY a reply larger than one
                     // segment (weights, big action batches) waits for the peer's delayed
                     // acknowledgement (~20-40 ms on Linux).
@@ -232,6 +378,7 @@ impl GrpcServer {
             .map_err(|e| io_unavailable("a gRPC server thread", e))?;
         Ok(GrpcServer {
             addr: local,
+            refused,
             shutdown: Some(tx),
             thread: Some(thread),
         })
@@ -273,6 +420,7 @@ struct LearnerImpl {
     limits: GrpcLimits,
     ingest: Option<TransitionIngest>,
     policy: Option<PolicyBoard>,
+    slots: StreamSlots,
 }
 
 /// The learner's side of the transition stream: batches are appended to its
@@ -355,6 +503,8 @@ impl Learner for LearnerImpl {
         &self,
         request: Request<Streaming<proto::ActRequest>>,
     ) -> std::result::Result<Response<Self::ActStream>, Status> {
+        let slot = self.slots.take()?;
+        let mut pace = Pace::new(self.limits.max_stream_rate);
         let mut inbound = request.into_inner();
         let (out_tx, out_rx) = mpsc::channel(4);
         let (work_tx, mut work_rx) = mpsc::channel::<Work>(2);
@@ -392,7 +542,9 @@ impl Learner for LearnerImpl {
             }
         });
         tokio::spawn(async move {
+            let _slot = slot;
             loop {
+                pace.next().await;
                 let work = match inbound.message().await {
                     Ok(Some(req)) => {
                         let rows = req.obs.len() / obs_dim.max(1);
@@ -459,10 +611,14 @@ impl Learner for LearnerImpl {
             .clone()
             .ok_or_else(|| Status::unimplemented("this learner takes no transitions"))?;
         let (max_rows, width) = (self.limits.max_rows, ingest.width);
+        let slot = self.slots.take()?;
+        let mut pace = Pace::new(self.limits.max_stream_rate);
         let mut inbound = request.into_inner();
         let (out_tx, out_rx) = mpsc::channel(4);
         tokio::spawn(async move {
+            let _slot = slot;
             loop {
+                pace.next().await;
                 let batch = match inbound.message().await {
                     Ok(Some(b)) => b,
                     Ok(None) => return,
@@ -638,6 +794,61 @@ fn http_addr(addr: &str) -> String {
     }
 }
 
+/// A connection with the token added to every call.
+type Dialled = InterceptedService<Channel, TokenAuth>;
+
+/// Connects to `addr` (`https://` when `security` has TLS) and adds its token to every
+/// call. A TLS failure (an untrusted certificate, a plain-text server) is
+/// `UNAUTHENTICATED`, not worth a retry; an unreachable server is `UNAVAILABLE`.
+async fn dial(addr: &str, security: &ClientSecurity) -> std::result::Result<Dialled, Status> {
+    let bare = addr.split_once("://").map_or(addr, |(_, rest)| rest);
+    let uri = if security.tls.is_some() {
+        format!("https://{bare}")
+    } else {
+        http_addr(addr)
+    };
+    let mut endpoint = Endpoint::from_shared(uri.clone())
+        .map_err(|e| Status::invalid_argument(format!("the address {addr}: {e}")))?;
+    if let Some(tls) = &security.tls {
+        let host = endpoint
+            .uri()
+            .host()
+            .unwrap_or("localhost")
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        endpoint = endpoint
+            .tls_config(tls.config(&host))
+            .map_err(|e| Status::invalid_argument(format!("TLS settings: {}", error_chain(&e))))?;
+    }
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| match security::tls_failure(&e) {
+            Some(why) => Status::unauthenticated(format!("TLS with {uri}: {why}")),
+            None => Status::unavailable(error_chain(&e)),
+        })?;
+    Ok(InterceptedService::new(
+        channel,
+        TokenAuth::new(security.token.as_ref()),
+    ))
+}
+
+/// An error and its sources, on one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cur = s.source();
+    }
+    text
+}
+
 fn client_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -674,11 +885,23 @@ fn open_with_backoff(
             Err(status) => {
                 return Err(Error::Unavailable {
                     what: what(),
-                    hint: format!("{} ({:?})", status.message(), status.code()),
+                    hint: refusal_hint(&status),
                 });
             }
         }
     }
+}
+
+/// A status as one line, with what to check when the server refused who we are.
+fn refusal_hint(status: &Status) -> String {
+    let advice = match status.code() {
+        tonic::Code::Unauthenticated => "; check the token and the TLS settings",
+        tonic::Code::Internal if status.message().contains("h2 protocol error") => {
+            "; is this a TLS server dialled in plain text? give the client its CA"
+        }
+        _ => "",
+    };
+    format!("{} ({:?}){advice}", status.message(), status.code())
 }
 
 /// Whether a status means the connection or the server went away (worth a reconnect),
@@ -705,6 +928,7 @@ struct ActStream {
 pub struct RemoteActor {
     runtime: tokio::runtime::Runtime,
     addr: String,
+    security: ClientSecurity,
     limits: usize,
     backoff: Backoff,
     rng: EmberRng,
@@ -724,10 +948,18 @@ impl RemoteActor {
     /// The learner cannot be reached within `backoff.give_up_after`, or it answers with an
     /// unknown action kind.
     pub fn connect(addr: &str, backoff: Backoff) -> Result<Self> {
-        let addr = http_addr(addr);
+        Self::connect_secured(addr, backoff, ClientSecurity::insecure())
+    }
+
+    /// [`RemoteActor::connect`] with `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// As [`RemoteActor::connect`]; a refused token or TLS handshake fails at once.
+    pub fn connect_secured(addr: &str, backoff: Backoff, security: ClientSecurity) -> Result<Self> {
         let mut actor = RemoteActor {
             runtime: client_runtime()?,
-            addr,
+            addr: addr.to_string(),
+            security,
             limits: GrpcLimits::default().max_message_bytes,
             backoff,
             rng: jitter_rng(),
@@ -744,11 +976,9 @@ impl RemoteActor {
     }
 
     fn open(&mut self) -> std::result::Result<(), Status> {
-        let (addr, limit) = (self.addr.clone(), self.limits);
+        let (addr, limit, security) = (&self.addr, self.limits, &self.security);
         let (stream, info) = self.runtime.block_on(async move {
-            let mut client = proto::learner_client::LearnerClient::connect(addr)
-                .await
-                .map_err(|e| Status::unavailable(e.to_string()))?
+            let mut client = proto::learner_client::LearnerClient::new(dial(addr, security).await?)
                 .max_decoding_message_size(limit)
                 .max_encoding_message_size(limit);
             let info = client.info(proto::InfoRequest {}).await?.into_inner();
@@ -917,6 +1147,7 @@ impl Agent for RemoteActor {
 pub struct TransitionSender {
     runtime: tokio::runtime::Runtime,
     addr: String,
+    security: ClientSecurity,
     backoff: Backoff,
     rng: EmberRng,
     actor: u64,
@@ -935,10 +1166,25 @@ impl TransitionSender {
     /// # Errors
     /// The learner cannot be reached within the backoff budget.
     pub fn connect(addr: &str, actor: u64, run: u64, width: u32, backoff: Backoff) -> Result<Self> {
-        let addr = http_addr(addr);
+        Self::connect_secured(addr, actor, run, width, backoff, ClientSecurity::insecure())
+    }
+
+    /// [`TransitionSender::connect`] with `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// As [`TransitionSender::connect`]; a refused token or TLS handshake fails at once.
+    pub fn connect_secured(
+        addr: &str,
+        actor: u64,
+        run: u64,
+        width: u32,
+        backoff: Backoff,
+        security: ClientSecurity,
+    ) -> Result<Self> {
         let mut sender = TransitionSender {
             runtime: client_runtime()?,
-            addr,
+            addr: addr.to_string(),
+            security,
             backoff,
             rng: jitter_rng(),
             actor,
@@ -955,11 +1201,9 @@ impl TransitionSender {
     }
 
     fn open(&mut self) -> std::result::Result<(), Status> {
-        let addr = self.addr.clone();
+        let (addr, security) = (&self.addr, &self.security);
         let stream = self.runtime.block_on(async move {
-            let mut client = proto::learner_client::LearnerClient::connect(addr)
-                .await
-                .map_err(|e| Status::unavailable(e.to_string()))?;
+            let mut client = proto::learner_client::LearnerClient::new(dial(addr, security).await?);
             let (tx, rx) = mpsc::channel(2);
             let acks = client
                 .transitions(ReceiverStream::new(rx))
@@ -1068,7 +1312,7 @@ impl TransitionSender {
 /// A trainer's synchronous connection to a parameter server over gRPC.
 pub struct RemoteTrainer {
     runtime: tokio::runtime::Runtime,
-    client: proto::parameter_server_client::ParameterServerClient<tonic::transport::Channel>,
+    client: proto::parameter_server_client::ParameterServerClient<Dialled>,
     id: u32,
 }
 
@@ -1078,11 +1322,24 @@ impl RemoteTrainer {
     /// # Errors
     /// The server cannot be reached.
     pub fn connect(addr: &str, id: u32, limits: GrpcLimits) -> Result<Self> {
-        let addr = http_addr(addr);
+        Self::connect_secured(addr, id, limits, &ClientSecurity::insecure())
+    }
+
+    /// [`RemoteTrainer::connect`] with `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// The server cannot be reached; the TLS handshake fails.
+    pub fn connect_secured(
+        addr: &str,
+        id: u32,
+        limits: GrpcLimits,
+        security: &ClientSecurity,
+    ) -> Result<Self> {
         let runtime = client_runtime()?;
         let client = runtime
-            .block_on(proto::parameter_server_client::ParameterServerClient::connect(addr.clone()))
-            .map_err(|e| io_unavailable(&format!("the parameter server at {addr}"), e))?
+            .block_on(dial(addr, security))
+            .map(proto::parameter_server_client::ParameterServerClient::new)
+            .map_err(|e| io_unavailable(&format!("the parameter server at {addr}"), e.message()))?
             .max_decoding_message_size(limits.max_message_bytes)
             .max_encoding_message_size(limits.max_message_bytes);
         Ok(RemoteTrainer {

@@ -64,8 +64,9 @@ mod wal;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{
-    ActionKind, Backoff, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, PolicyClient,
-    PublishedPolicy, RemoteActor, RemoteTrainer, TransitionIngest, TransitionSender,
+    ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, LearnerServices,
+    PolicyBoard, PolicyClient, PublishedPolicy, RemoteActor, RemoteTrainer, SelfSigned,
+    ServerSecurity, ServerTls, Token, TransitionIngest, TransitionSender,
 };
 
 pub use inference::{

@@ -131,6 +131,7 @@ fn bad_messages_get_statuses_and_the_other_actors_are_still_served() {
     let limits = GrpcLimits {
         max_message_bytes: 64 << 10,
         max_rows: 100,
+        ..GrpcLimits::default()
     };
     let (_inference, grpc) = learner(limits);
     let addr = grpc.local_addr().to_string();

@@ -3,7 +3,8 @@
 //! [`PolicyClient`] and receive weights only when they are newer than theirs.
 
 use super::{
-    Backoff, client_runtime, http_addr, is_transport, jitter_rng, open_with_backoff, proto,
+    Backoff, ClientSecurity, Dialled, client_runtime, dial, is_transport, jitter_rng,
+    open_with_backoff, proto, refusal_hint,
 };
 use ember_core::{EmberRng, Error, Result};
 use std::sync::{Arc, RwLock};
@@ -98,9 +99,10 @@ impl PolicyBoard {
 pub struct PolicyClient {
     runtime: tokio::runtime::Runtime,
     addr: String,
+    security: ClientSecurity,
     backoff: Backoff,
     rng: EmberRng,
-    client: Option<proto::learner_client::LearnerClient<tonic::transport::Channel>>,
+    client: Option<proto::learner_client::LearnerClient<Dialled>>,
     held: Option<u64>,
     reconnects: u64,
 }
@@ -111,9 +113,18 @@ impl PolicyClient {
     /// # Errors
     /// The learner cannot be reached within `backoff.give_up_after`.
     pub fn connect(addr: &str, backoff: Backoff) -> Result<Self> {
+        Self::connect_secured(addr, backoff, ClientSecurity::insecure())
+    }
+
+    /// [`PolicyClient::connect`] with `security`'s token and TLS.
+    ///
+    /// # Errors
+    /// As [`PolicyClient::connect`]; a refused TLS handshake fails at once.
+    pub fn connect_secured(addr: &str, backoff: Backoff, security: ClientSecurity) -> Result<Self> {
         let mut c = PolicyClient {
             runtime: client_runtime()?,
-            addr: http_addr(addr),
+            addr: addr.to_string(),
+            security,
             backoff,
             rng: jitter_rng(),
             client: None,
@@ -128,7 +139,7 @@ impl PolicyClient {
     fn reopen(&mut self, start: Instant) -> Result<()> {
         let (backoff, mut rng, addr) = (self.backoff, self.rng.clone(), self.addr.clone());
         let what = format!("the learner's policy at {addr}");
-        let runtime = &self.runtime;
+        let (runtime, security) = (&self.runtime, &self.security);
         let mut opened = None;
         let result = open_with_backoff(
             &backoff,
@@ -137,8 +148,8 @@ impl PolicyClient {
             || what,
             || {
                 let client = runtime
-                    .block_on(proto::learner_client::LearnerClient::connect(addr.clone()))
-                    .map_err(|e| Status::unavailable(e.to_string()))?
+                    .block_on(dial(&addr, security))
+                    .map(proto::learner_client::LearnerClient::new)?
                     .max_decoding_message_size(usize::MAX);
                 opened = Some(client);
                 Ok(())
@@ -191,7 +202,7 @@ impl PolicyClient {
                 Err(s) => {
                     return Err(Error::Unavailable {
                         what: format!("the learner's policy at {}", self.addr),
-                        hint: format!("{} ({:?})", s.message(), s.code()),
+                        hint: refusal_hint(&s),
                     });
                 }
             }
