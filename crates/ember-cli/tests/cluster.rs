@@ -3,7 +3,9 @@
 //! inference and with actors acting on published weights; the learner is killed with SIGKILL
 //! mid-run and started again on its folder (training stops at the first evaluation
 //! ≥ 475 within 200k transitions), the actors reconnect, training finishes, and
-//! every acknowledged transition is in the learner's log exactly once.
+//! every acknowledged transition is in the learner's log exactly once. The kill test runs
+//! with TLS and a token (as `ember launch` makes them), the published-weights test in plain
+//! text (`--insecure`).
 //!
 //! DQN's greedy CartPole policy swings between evaluations (docs/results.md), and which
 //! actor's transitions reach the learner first is up to the scheduler, so no seed fixes
@@ -12,7 +14,7 @@
 //! every 5,000) ended without one. The budget is twice that with evaluations twice as
 //! often, and ε decays over the same 16k transitions as before (zoo's 0.16 of 100k).
 
-use ember_dist::TransitionLog;
+use ember_dist::{SelfSigned, Token, TransitionLog};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,10 +37,40 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn serve(dir: &Path, addr: &str) -> Child {
+/// A self-signed pair and a token in `dir/security`: the learner's flags and the actors'.
+fn secured(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let files = SelfSigned::generate(&["localhost", "127.0.0.1"])
+        .unwrap()
+        .write(&dir.join("security"), &Token::generate().unwrap())
+        .unwrap();
+    let s = |p: &Path| p.display().to_string();
+    (
+        vec![
+            "--token-file".into(),
+            s(&files.token),
+            "--tls-cert".into(),
+            s(&files.cert),
+            "--tls-key".into(),
+            s(&files.key),
+        ],
+        vec![
+            "--token-file".into(),
+            s(&files.token),
+            "--tls-ca".into(),
+            s(&files.ca),
+        ],
+    )
+}
+
+fn insecure() -> Vec<String> {
+    vec!["--insecure".into()]
+}
+
+fn serve(dir: &Path, addr: &str, security: &[String]) -> Child {
     Command::new(EMBER)
         .args(["serve", "dqn", "--env", "CartPole-v1", "--dir"])
         .arg(dir)
+        .args(security)
         .args([
             "--addr",
             addr,
@@ -62,7 +94,7 @@ fn serve(dir: &Path, addr: &str) -> Child {
         .unwrap()
 }
 
-fn actor(addr: &str, id: u64, mode: &str) -> Child {
+fn actor(addr: &str, id: u64, mode: &str, security: &[String]) -> Child {
     Command::new(EMBER)
         .args([
             "actor",
@@ -73,6 +105,7 @@ fn actor(addr: &str, id: u64, mode: &str) -> Child {
             "--envs",
             "2",
         ])
+        .args(security)
         .args([
             "--id",
             &id.to_string(),
@@ -106,9 +139,10 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     let dir = temp("dqn");
     let learner_dir = dir.join("learner");
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut learner = serve(&learner_dir, &addr);
+    let (serve_flags, actor_flags) = secured(&dir);
+    let mut learner = serve(&learner_dir, &addr, &serve_flags);
     let actors: Vec<Child> = (0..ACTORS)
-        .map(|id| actor(&addr, id, "--central"))
+        .map(|id| actor(&addr, id, "--central", &actor_flags))
         .collect();
 
     // Kill the learner once it has trained a little and checkpointed (before it can reach
@@ -128,7 +162,7 @@ fn dqn_learns_cartpole_from_four_actor_processes_through_a_learner_kill() {
     learner.kill().unwrap();
     let _ = learner.wait_with_output().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let learner = serve(&learner_dir, &addr);
+    let learner = serve(&learner_dir, &addr, &serve_flags);
 
     let (result, actors) = finish(learner, actors);
     assert_eq!(result["resumed"], true, "{result}");
@@ -201,8 +235,10 @@ fn dqn_learns_cartpole_from_actors_acting_with_published_weights() {
     let dir = temp("local");
     let learner_dir = dir.join("learner");
     let addr = format!("127.0.0.1:{}", free_port());
-    let learner = serve(&learner_dir, &addr);
-    let actors: Vec<Child> = (0..ACTORS).map(|id| actor(&addr, id, "--local")).collect();
+    let learner = serve(&learner_dir, &addr, &insecure());
+    let actors: Vec<Child> = (0..ACTORS)
+        .map(|id| actor(&addr, id, "--local", &insecure()))
+        .collect();
     let (result, actors) = finish(learner, actors);
     let updates = result["updates"].as_u64().unwrap();
     for a in &actors {
@@ -229,13 +265,48 @@ fn mistakes_get_one_line_naming_them() {
     };
     let folder = dir.join("a");
     let folder = folder.to_str().unwrap();
-    let err = run(&["serve", "ppo", "--env", "CartPole-v1", "--dir", folder]);
+    let err = run(&[
+        "serve",
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--dir",
+        folder,
+        "--insecure",
+    ]);
     assert!(err.contains("off-policy algorithms"), "{err}");
     // A folder started with another config is not trained on by this one.
     std::fs::create_dir_all(folder).unwrap();
     std::fs::write(dir.join("a").join("serve.toml"), "algo = \"dqn\"\n").unwrap();
-    let err = run(&["serve", "dqn", "--env", "CartPole-v1", "--dir", folder]);
+    let err = run(&[
+        "serve",
+        "dqn",
+        "--env",
+        "CartPole-v1",
+        "--dir",
+        folder,
+        "--insecure",
+    ]);
     assert!(err.contains("started with another config"), "{err}");
+    // Plain text without a token only when asked for.
+    let err = run(&["serve", "dqn", "--env", "CartPole-v1", "--dir", folder]);
+    assert!(err.contains("serves TLS with a token"), "{err}");
+    let err = run(&["actor", "--connect", "127.0.0.1:1", "--env", "CartPole-v1"]);
+    assert!(err.contains("--tls-ca"), "{err}");
+    let err = run(&[
+        "serve",
+        "dqn",
+        "--env",
+        "CartPole-v1",
+        "--dir",
+        folder,
+        "--insecure",
+        "--tls-cert",
+        "x",
+        "--tls-key",
+        "y",
+    ]);
+    assert!(err.contains("cannot be used with"), "{err}");
     let err = run(&[
         "actor",
         "--connect",
@@ -248,10 +319,114 @@ fn mistakes_get_one_line_naming_them() {
     assert!(err.contains("invalid --id `x`"), "{err}");
     // An actor whose environment is not the learner's.
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut learner = serve(&dir.join("b"), &addr);
-    let err = run(&["actor", "--connect", &addr, "--env", "Pendulum-v1"]);
+    let mut learner = serve(&dir.join("b"), &addr, &insecure());
+    let err = run(&[
+        "actor",
+        "--connect",
+        &addr,
+        "--env",
+        "Pendulum-v1",
+        "--insecure",
+    ]);
     assert!(err.contains("learner's observation width, 4"), "{err}");
     learner.kill().unwrap();
     let _ = learner.wait();
+    // A TLS learner: a wrong token, and a CA that did not sign its certificate.
+    let (serve_flags, actor_flags) = secured(&dir.join("c"));
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut learner = serve(&dir.join("c").join("learner"), &addr, &serve_flags);
+    let wrong = dir.join("wrong-token");
+    std::fs::write(&wrong, "not-the-learner-s-token\n").unwrap();
+    let wrong = wrong.to_str().unwrap();
+    let ca = &actor_flags[3];
+    let actor_run = |extra: &[&str]| {
+        let mut args = vec!["actor", "--connect", &addr, "--env", "CartPole-v1"];
+        args.extend(["--give-up-secs", "20"]);
+        args.extend(extra);
+        run(&args)
+    };
+    let err = actor_run(&["--tls-ca", ca, "--token-file", wrong]);
+    assert!(err.contains("wrong token"), "{err}");
+    let (_, other) = secured(&dir.join("d"));
+    let err = actor_run(&["--tls-ca", &other[3], "--token-file", &actor_flags[1]]);
+    assert!(err.contains("invalid peer certificate"), "{err}");
+    let err = run(&[
+        "actor",
+        "--connect",
+        &addr,
+        "--env",
+        "CartPole-v1",
+        "--insecure",
+        "--token-file",
+        &actor_flags[1],
+        "--give-up-secs",
+        "1",
+    ]);
+    assert!(err.contains("plain text"), "{err}");
+    learner.kill().unwrap();
+    let _ = learner.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn launch_runs_its_cluster_over_tls_with_a_token_of_its_own() {
+    let dir = temp("launch");
+    let run_dir = dir.join("run");
+    let out = Command::new(EMBER)
+        .args([
+            "launch",
+            "--actors",
+            "2",
+            "--envs",
+            "2",
+            "dqn",
+            "--env",
+            "CartPole-v1",
+        ])
+        .arg("--dir")
+        .arg(&run_dir)
+        .args(["--steps", "3000", "--linger-secs", "0.5", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("--insecure"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert!(
+        report["learner"]["env_steps"].as_u64().unwrap() >= 3000,
+        "{report}"
+    );
+    let acked: u64 = report["actors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["acked_rows"].as_u64().unwrap())
+        .sum();
+    assert!(acked >= 3000, "{report}");
+    // The token and the key it made are its owner's only.
+    let keys = run_dir.join("security");
+    for file in ["token", "tls.key"] {
+        let meta = std::fs::metadata(keys.join(file)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(meta.permissions().mode() & 0o077, 0, "{file} is private");
+        }
+        assert!(meta.len() > 0);
+    }
+    // Its own TLS flags are refused: launch makes its own.
+    let out = Command::new(EMBER)
+        .args(["launch", "dqn", "--env", "CartPole-v1", "--dir"])
+        .arg(dir.join("other"))
+        .arg("--tls-cert")
+        .arg(keys.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(keys.join("tls.key"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("makes its own"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

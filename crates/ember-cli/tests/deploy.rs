@@ -1,8 +1,9 @@
 //! The container image and Kubernetes manifests under `deploy/` agree with the binaries:
 //! the manifests parse, the learner is a StatefulSet behind a headless Service with a
 //! volume holding its folder, the actors are a Deployment that reaches the learner's pod
-//! on the port it serves, both run the image the Dockerfile builds, and every flag they
-//! pass is one the `ember` subcommand takes.
+//! on the port it serves, both run the image the Dockerfile builds, every flag they pass
+//! is one the `ember` subcommand takes, and both read the token and TLS files from the
+//! Secret `ember keygen` makes the files of.
 
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -149,4 +150,76 @@ fn manifests_and_dockerfile_agree_with_the_binaries() {
         "auto",
         "actors of a Deployment need ids of their own"
     );
+
+    // TLS and the token, from one Secret mounted read-only.
+    let secret = |workload: &Value, c: &Value| -> String {
+        let mount = c["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "keys")
+            .expect("a `keys` mount");
+        assert_eq!(mount["readOnly"], true);
+        let volume = workload["spec"]["template"]["spec"]["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "keys")
+            .expect("a `keys` volume");
+        assert_eq!(volume["secret"]["secretName"], "ember-cluster");
+        str_of(&mount["mountPath"]).to_string()
+    };
+    let keys = secret(set, lc);
+    for (f, file) in [
+        ("--token-file", "token"),
+        ("--tls-cert", "tls.crt"),
+        ("--tls-key", "tls.key"),
+    ] {
+        assert_eq!(flag(&la, f), format!("{keys}/{file}"));
+    }
+    let keys = secret(deployment, ac);
+    for (f, file) in [("--token-file", "token"), ("--tls-ca", "ca.crt")] {
+        assert_eq!(flag(&aa, f), format!("{keys}/{file}"));
+    }
+    assert!(!la.contains(&"--insecure".to_string()));
+    assert!(!aa.contains(&"--insecure".to_string()));
+    flags_are_known(&["keygen".into(), "--out".into(), "--name".into()]);
+}
+
+#[test]
+fn keygen_writes_the_secret_s_files() {
+    let dir = std::env::temp_dir().join(format!("ember-keygen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |extra: &[&str]| {
+        Command::new(EMBER)
+            .args(["keygen", "--out"])
+            .arg(&dir)
+            .args([
+                "--name",
+                "ember-learner-0.ember-learner",
+                "--name",
+                "127.0.0.1",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in ["token", "tls.crt", "tls.key", "ca.crt"] {
+        assert!(dir.join(file).is_file(), "no {file}");
+    }
+    let token = std::fs::read_to_string(dir.join("token")).unwrap();
+    assert_eq!(token.trim().len(), 64);
+    // The cluster's keys are not replaced by accident.
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    assert!(run(&["--force"]).status.success());
+    assert_ne!(std::fs::read_to_string(dir.join("token")).unwrap(), token);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,7 +1,8 @@
 //! `ember bench grpc`: env steps per second through a learner's central inference over
 //! loopback gRPC, for 1, 4 and 16 actor processes of 16 CartPole-v1 environments each,
 //! with the round trip's p50 / p99; and transitions acknowledged per second with the
-//! write-ahead log on (fsync per batch).
+//! write-ahead log on (fsync per batch). The 4- and 16-actor runs and the ingest run are
+//! repeated with TLS and the token on (`_tls`), as a cluster started by `ember launch`.
 
 use super::figure::Figure;
 use anyhow::{Context, Result, bail};
@@ -9,8 +10,8 @@ use ember_algo::{ActionBuf, Devices, DqnConfig};
 use ember_backend::DeviceSpec;
 use ember_dist::cluster::TransitionRows;
 use ember_dist::{
-    ActionKind, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, TransitionIngest,
-    TransitionLog,
+    ActionKind, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, LearnerServices,
+    SelfSigned, ServerSecurity, ServerTls, Token, TransitionIngest, TransitionLog,
 };
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -25,26 +26,32 @@ const ENVS: usize = 16;
 pub fn grpc(secs: f64) -> Result<Vec<Figure>> {
     let figure = |name: String, value: f64, unit: &'static str| Figure { name, value, unit };
     let mut figures = Vec::new();
-    for actors in [1, 4, 16] {
-        let run = Cluster::start(actors * ENVS)?.run(actors, secs, 0)?;
-        let id = format!("grpc/central_{actors}x{ENVS}");
+    for (actors, tls) in [(1, false), (4, false), (4, true), (16, false), (16, true)] {
+        let run = Cluster::start(actors * ENVS, tls)?.run(actors, secs, 0)?;
+        let id = format!("grpc/central_{actors}x{ENVS}{}", suffix(tls));
         figures.extend([
             figure(id.clone(), run.env_steps_per_sec, "env steps/s"),
             figure(format!("{id}_p50"), run.p50_us, "µs"),
             figure(format!("{id}_p99"), run.p99_us, "µs"),
         ]);
     }
-    let run = Cluster::start(4 * ENVS)?.run(4, secs, 1)?;
-    let id = format!("grpc/ingest_4x{ENVS}_wal");
-    figures.extend([
-        figure(id.clone(), run.acked_per_sec, "transitions/s"),
-        figure(
-            format!("{id}_env_steps"),
-            run.env_steps_per_sec,
-            "env steps/s",
-        ),
-    ]);
+    for tls in [false, true] {
+        let run = Cluster::start(4 * ENVS, tls)?.run(4, secs, 1)?;
+        let id = format!("grpc/ingest_4x{ENVS}_wal{}", suffix(tls));
+        figures.extend([
+            figure(id.clone(), run.acked_per_sec, "transitions/s"),
+            figure(
+                format!("{id}_env_steps"),
+                run.env_steps_per_sec,
+                "env steps/s",
+            ),
+        ]);
+    }
     Ok(figures)
+}
+
+fn suffix(tls: bool) -> &'static str {
+    if tls { "_tls" } else { "" }
 }
 
 /// A learner in this process: CartPole's zoo DQN network behind central inference and
@@ -54,6 +61,8 @@ struct Cluster {
     _inference: InferenceServer<ember_algo::Dqn>,
     addr: String,
     dir: std::path::PathBuf,
+    /// The actors' security flags.
+    actor_flags: Vec<String>,
 }
 
 struct Run {
@@ -64,7 +73,8 @@ struct Run {
 }
 
 impl Cluster {
-    fn start(max_batch: usize) -> Result<Self> {
+    /// With `tls`, a self-signed pair and a token in its folder, as `ember launch` makes.
+    fn start(max_batch: usize, tls: bool) -> Result<Self> {
         let env = ember_env::make(ENV)?;
         let (obs, act) = (env.observation_space(), env.action_space());
         let (config, _) = DqnConfig::zoo(ENV)?;
@@ -89,18 +99,43 @@ impl Cluster {
         };
         let (ingest, rx) = TransitionIngest::new(log, rows.width() as u32, 64);
         std::thread::spawn(move || for _ in rx {});
-        let grpc = GrpcServer::learner_with_transitions(
+        let (security, actor_flags) = if tls {
+            let (pair, token) = (
+                SelfSigned::generate(&["localhost", "127.0.0.1"])?,
+                Token::generate()?,
+            );
+            let files = pair.write(&dir.join("security"), &token)?;
+            let security = ServerSecurity {
+                token: Some(token),
+                tls: Some(ServerTls::from_pem(pair.cert_pem, pair.key_pem)),
+            };
+            let flags = ["--token-file", "--tls-ca"]
+                .iter()
+                .zip([&files.token, &files.ca])
+                .flat_map(|(f, p)| [f.to_string(), p.display().to_string()])
+                .collect();
+            (security, flags)
+        } else {
+            (ServerSecurity::insecure(), vec!["--insecure".to_string()])
+        };
+        let services = LearnerServices {
+            inference: inference.handle(),
+            kind: ActionKind::Discrete,
+            ingest: Some(ingest),
+            policy: None,
+        };
+        let grpc = GrpcServer::learner_services_secured(
             "127.0.0.1:0",
-            inference.handle(),
-            ActionKind::Discrete,
-            Some(ingest),
+            services,
             GrpcLimits::default(),
+            &security,
         )?;
         Ok(Cluster {
             addr: grpc.local_addr().to_string(),
             _grpc: grpc,
             _inference: inference,
             dir,
+            actor_flags,
         })
     }
 
@@ -115,6 +150,7 @@ impl Cluster {
                     .args(["--envs", &ENVS.to_string(), "--id", &id.to_string()])
                     .args(["--send-every", &send_every.to_string()])
                     .args(["--secs", &secs.to_string(), "--json"])
+                    .args(&self.actor_flags)
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()

@@ -1,6 +1,7 @@
 //! `ember serve`, `ember actor` and `ember launch`: a learner and its actors as processes
 //! (ember-dist's cluster).
 
+use super::cluster_security::{ActorSecurity, ServeSecurity};
 use super::learners::{AnyLearner, devices};
 use super::run_config::{Flags, RunConfig};
 use anyhow::{Context, Result, anyhow, bail};
@@ -72,6 +73,8 @@ pub struct ServeCmd {
     /// Print the result as one JSON line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub security: ServeSecurity,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -120,6 +123,8 @@ pub struct ActorCmd {
     /// Print the report as one JSON line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub security: ActorSecurity,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -152,6 +157,7 @@ fn seconds(what: &str, secs: f64) -> Result<Duration> {
 /// A bad config or flag, a folder started with another config, an algorithm that is not
 /// off-policy, a learner error.
 pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
+    let security = cmd.security.resolve(&cmd.addr)?;
     let config = super::resolve_config(
         Some(&cmd.algo),
         Some(&cmd.env),
@@ -181,6 +187,7 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     opts.checkpoint_every = seconds("--checkpoint-secs", cmd.checkpoint_secs)?;
     opts.linger = seconds("--linger-secs", cmd.linger_secs)?;
     opts.policy_config = config.to_toml();
+    opts.security = security;
     opts.inference = InferenceConfig {
         max_batch: cmd.max_batch,
         max_wait: Duration::from_micros(cmd.max_wait_us),
@@ -246,6 +253,7 @@ pub fn report_json(r: &LearnerReport) -> serde_json::Value {
 pub fn actor(cmd: &ActorCmd) -> Result<ActorReport> {
     let id = actor_id(&cmd.id)?;
     let mut opts = ActorOptions::new(&cmd.connect, &cmd.env, cmd.envs, id);
+    opts.security = cmd.security.resolve()?;
     opts.seed = cmd.seed.unwrap_or(id);
     opts.send_every = cmd.send_every;
     opts.max_steps = cmd.steps;
@@ -381,6 +389,8 @@ pub fn launch(cmd: &LaunchCmd) -> Result<(serde_json::Value, Vec<serde_json::Val
     if serve.addr.ends_with(":0") || serve.addr == "127.0.0.1:50051" {
         serve.addr = format!("127.0.0.1:{}", free_port()?);
     }
+    let (security, actor_security) = serve.security.for_launch(&serve.dir)?;
+    serve.security = security;
     let learner = spawn(&exe, &serve_args(&serve), "learner")?;
     let actors = (0..cmd.actors)
         .map(|id| {
@@ -401,6 +411,7 @@ pub fn launch(cmd: &LaunchCmd) -> Result<(serde_json::Value, Vec<serde_json::Val
             if cmd.local {
                 args.push("--local".into());
             }
+            args.extend(actor_security.iter().cloned());
             if let Some(seed) = serve.seed {
                 args.extend(["--seed".into(), (seed * 1000 + id as u64).to_string()]);
             }
@@ -461,6 +472,7 @@ pub fn serve_args(cmd: &ServeCmd) -> Vec<String> {
     if cmd.no_train {
         a.push("--no-train".into());
     }
+    a.extend(cmd.security.args());
     a
 }
 

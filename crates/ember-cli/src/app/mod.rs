@@ -9,6 +9,7 @@
 mod bench;
 mod bench_grpc;
 mod cluster_cmd;
+mod cluster_security;
 mod eval;
 mod figure;
 mod learners;
@@ -58,6 +59,9 @@ enum Command {
     Actor(cluster_cmd::ActorCmd),
     /// Start a learner and K actor processes on this machine and wait for the run.
     Launch(cluster_cmd::LaunchCmd),
+    /// Make a cluster's token and a self-signed TLS certificate and key (the files of a
+    /// Kubernetes Secret: token, tls.crt, tls.key, ca.crt).
+    Keygen(cluster_security::KeygenCmd),
 }
 
 #[derive(Args, Debug)]
@@ -269,6 +273,23 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                     println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
                 }
             }
+            Ok(())
+        }
+        Command::Keygen(args) => {
+            let files = cluster_security::keygen(&args)?;
+            println!(
+                "wrote {}, {}, {} and {}: the learner takes --token-file {} --tls-cert {} \
+                 --tls-key {}; actors --token-file {} --tls-ca {}",
+                files.token.display(),
+                files.cert.display(),
+                files.key.display(),
+                files.ca.display(),
+                files.token.display(),
+                files.cert.display(),
+                files.key.display(),
+                files.token.display(),
+                files.ca.display()
+            );
             Ok(())
         }
         Command::Serve(args) => {

@@ -4,7 +4,8 @@
 use super::latency::Latencies;
 use super::rows::TransitionRows;
 use crate::grpc::{
-    ActionKind, Backoff, PolicyClient, PublishedPolicy, RemoteActor, TransitionSender,
+    ActionKind, Backoff, ClientSecurity, PolicyClient, PublishedPolicy, RemoteActor,
+    TransitionSender,
 };
 use ember_algo::{ActionBuf, Agent, EpisodeTracker, stored_action_dim};
 use ember_core::{Error, Result, Space, Transition};
@@ -32,6 +33,8 @@ pub struct ActorOptions {
     pub max_time: Option<Duration>,
     /// Reconnection policy.
     pub backoff: Backoff,
+    /// The token and TLS settings every connection to the learner uses.
+    pub security: ClientSecurity,
 }
 
 impl ActorOptions {
@@ -48,6 +51,7 @@ impl ActorOptions {
             max_steps: None,
             max_time: None,
             backoff: Backoff::default(),
+            security: ClientSecurity::insecure(),
         }
     }
 }
@@ -96,12 +100,14 @@ enum Acting {
 impl Acting {
     fn connect(opts: &ActorOptions, mode: ActingMode) -> Result<Self> {
         match mode {
-            ActingMode::Central => Ok(Acting::Central(RemoteActor::connect(
+            ActingMode::Central => Ok(Acting::Central(RemoteActor::connect_secured(
                 &opts.addr,
                 opts.backoff,
+                opts.security.clone(),
             )?)),
             ActingMode::Local { build, sync_every } => {
-                let mut client = PolicyClient::connect(&opts.addr, opts.backoff)?;
+                let mut client =
+                    PolicyClient::connect_secured(&opts.addr, opts.backoff, opts.security.clone())?;
                 let (_, first) = client.fetch()?;
                 let first = first.ok_or_else(|| Error::Unavailable {
                     what: "the learner's first policy".into(),
@@ -251,12 +257,13 @@ pub fn run_actor(opts: &ActorOptions, mode: ActingMode) -> Result<ActorReport> {
         ));
     }
     let mut sender = if opts.send_every > 0 {
-        Some(TransitionSender::connect(
+        Some(TransitionSender::connect_secured(
             &opts.addr,
             opts.actor,
             run_id(),
             layout.width() as u32,
             opts.backoff,
+            opts.security.clone(),
         )?)
     } else {
         None

@@ -3,7 +3,8 @@
 
 use super::rows::TransitionRows;
 use crate::grpc::{
-    ActionKind, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, TransitionIngest,
+    ActionKind, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, ServerSecurity,
+    TransitionIngest,
 };
 use crate::inference::{InferenceConfig, InferenceServer};
 use crate::wal::{Record, TransitionLog};
@@ -56,6 +57,9 @@ pub struct LearnerOptions {
     /// What actors that act locally build their copy of the learner from (published with
     /// the weights; the `ember` command sends its config).
     pub policy_config: String,
+    /// The token and TLS the learner demands of its actors (none by default: see
+    /// [`ServerSecurity::insecure`]).
+    pub security: ServerSecurity,
 }
 
 impl LearnerOptions {
@@ -74,6 +78,7 @@ impl LearnerOptions {
             inference: InferenceConfig::default(),
             queue: 64,
             policy_config: String::new(),
+            security: ServerSecurity::insecure(),
         }
     }
 }
@@ -256,7 +261,8 @@ where
         ingest: Some(ingest.clone()),
         policy: Some(board.clone()),
     };
-    let grpc = GrpcServer::learner_services(&opts.addr, services, opts.limits)?;
+    let grpc =
+        GrpcServer::learner_services_secured(&opts.addr, services, opts.limits, &opts.security)?;
     let mut trainer = Rounds {
         server: &server,
         schedule: sched,

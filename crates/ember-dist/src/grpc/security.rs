@@ -365,14 +365,16 @@ impl std::fmt::Debug for SelfSigned {
     }
 }
 
-/// Where [`SelfSigned::write`] put the files.
+/// Where [`SelfSigned::write`] put the files (the key names of a Kubernetes TLS Secret).
 #[derive(Clone, Debug)]
 pub struct SecurityFiles {
-    /// The certificate (also the clients' CA).
+    /// `tls.crt`: the server's certificate.
     pub cert: PathBuf,
-    /// The private key (mode 0600).
+    /// `tls.key`: its private key (mode 0600).
     pub key: PathBuf,
-    /// The token (mode 0600).
+    /// `ca.crt`: what clients trust (the same self-signed certificate).
+    pub ca: PathBuf,
+    /// `token` (mode 0600).
     pub token: PathBuf,
 }
 
@@ -392,8 +394,9 @@ impl SelfSigned {
         })
     }
 
-    /// Writes `cert.pem`, `key.pem` and `token` (from `token`) into `dir`, the key and the
-    /// token readable by their owner only.
+    /// Writes `tls.crt`, `tls.key`, `ca.crt` (the certificate again, for clients) and
+    /// `token` (from `token`) into `dir`, the key and the token readable by their owner
+    /// only.
     ///
     /// # Errors
     /// The folder or a file cannot be written.
@@ -404,11 +407,13 @@ impl SelfSigned {
         };
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let files = SecurityFiles {
-            cert: dir.join("cert.pem"),
-            key: dir.join("key.pem"),
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+            ca: dir.join("ca.crt"),
             token: dir.join("token"),
         };
         std::fs::write(&files.cert, &self.cert_pem).map_err(|e| io(&files.cert, e))?;
+        std::fs::write(&files.ca, &self.cert_pem).map_err(|e| io(&files.ca, e))?;
         write_private(&files.key, self.key_pem.as_bytes()).map_err(|e| io(&files.key, e))?;
         write_private(&files.token, format!("{}\n", token.reveal()).as_bytes())
             .map_err(|e| io(&files.token, e))?;
