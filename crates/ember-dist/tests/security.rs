@@ -9,8 +9,9 @@ use ember_algo::{ActionBuf, Agent};
 use ember_core::Result;
 use ember_dist::{
     ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, InferenceConfig,
-    InferenceServer, LearnerServices, RemoteActor, SelfSigned, ServerSecurity, ServerTls, Token,
-    TransitionIngest, TransitionLog, TransitionSender,
+    InferenceServer, LearnerServices, ParameterServer, ParameterServerConfig, RemoteActor,
+    RemoteTrainer, SelfSigned, ServerSecurity, ServerTls, Sgd, Token, TransitionIngest,
+    TransitionLog, TransitionSender,
 };
 use std::time::{Duration, Instant};
 
@@ -359,4 +360,43 @@ fn a_flooding_stream_is_paced_and_the_others_keep_their_speed() {
         "the polite actor waited up to {worst:?}"
     );
     eprintln!("flooding stream: 300 requests in {took:?}; polite actor's slowest answer {worst:?}");
+}
+
+#[test]
+fn the_parameter_server_takes_gradients_over_tls_with_its_token_only() {
+    let ps = ParameterServer::spawn(
+        vec![1.0, 2.0],
+        Sgd { lr: 0.5 },
+        ParameterServerConfig::new(1),
+    )
+    .unwrap();
+    let (pair, right) = (pair(), Token::generate().unwrap());
+    let security = ServerSecurity {
+        token: Some(right.clone()),
+        tls: Some(ServerTls::from_pem(pair.cert_pem.clone(), pair.key_pem)),
+    };
+    let grpc =
+        GrpcServer::parameter_server_secured("127.0.0.1:0", &ps, GrpcLimits::default(), &security)
+            .unwrap();
+    let addr = grpc.local_addr().to_string();
+    let tls = ClientTls::from_pem(pair.cert_pem);
+    let client = |token: Option<Token>| ClientSecurity {
+        token,
+        tls: Some(tls.clone()),
+    };
+    let mut stranger =
+        RemoteTrainer::connect_secured(&addr, 0, GrpcLimits::default(), &client(None)).unwrap();
+    let text = stranger.submit(0, vec![2.0, 2.0]).unwrap_err().to_string();
+    assert!(text.contains("no token"), "{text}");
+    assert_eq!(
+        ps.trainer(0).unwrap().weights().version,
+        0,
+        "nothing applied"
+    );
+    let mut trainer =
+        RemoteTrainer::connect_secured(&addr, 0, GrpcLimits::default(), &client(Some(right)))
+            .unwrap();
+    let w = trainer.submit(0, vec![2.0, 2.0]).unwrap();
+    assert_eq!((w.version, w.params.as_slice()), (1, &[0.0, 1.0][..]));
+    assert_eq!(grpc.refused(), 1);
 }
