@@ -55,6 +55,8 @@ pub mod evaluations;
 mod font;
 mod line_file;
 pub mod metrics;
+#[cfg(feature = "mujoco")]
+pub mod mujoco_frames;
 pub mod plot;
 pub mod render;
 pub mod stats;

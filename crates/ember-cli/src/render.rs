@@ -292,6 +292,56 @@ fn draw_acrobot(root: &Root<'_>, obs: &[f64]) -> DrawResult {
     Ok(())
 }
 
+/// Writes an animated GIF (looping) of RGB frames (`height` rows of `width` pixels each, top
+/// row first) at `fps` frames per second, each captioned `{caption}   t = {i}`.
+///
+/// # Errors
+/// No frames, a frame of another size, `fps` outside `1..=100`, or the file cannot be
+/// written.
+pub fn render_rgb_gif(
+    frames: &[Vec<u8>],
+    (width, height): (u32, u32),
+    path: &Path,
+    fps: u32,
+    caption: &str,
+) -> Result<()> {
+    if frames.is_empty() {
+        bail!("render_rgb_gif({caption}): no frames to draw");
+    }
+    if !(1..=100).contains(&fps) {
+        bail!("render_rgb_gif({caption}): fps is {fps}; allowed range is 1..=100");
+    }
+    let want = width as usize * height as usize * 3;
+    if let Some(i) = frames.iter().position(|f| f.len() != want) {
+        bail!(
+            "render_rgb_gif({caption}): frame {i} has {} bytes, expected {want} ({width} × {height} RGB)",
+            frames[i].len()
+        );
+    }
+    ensure_fonts()?;
+    let err = |e: DrawingAreaErrorKind<_>| anyhow!("cannot draw {}: {e}", path.display());
+    let delay_ms = (1000 + fps / 2) / fps;
+    let backend = BitMapBackend::gif(path, (width, height), delay_ms)
+        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+    let root = backend.into_drawing_area();
+    for (i, frame) in frames.iter().enumerate() {
+        let image =
+            BitMapElement::<(i32, i32)>::with_owned_buffer((0, 0), (width, height), frame.clone())
+                .ok_or_else(|| {
+                    anyhow!("render_rgb_gif({caption}): frame {i} is not {width} × {height}")
+                })?;
+        root.draw(&image).map_err(err)?;
+        root.draw(&Text::new(
+            format!("{caption}   t = {i}"),
+            (8, 6),
+            (FAMILY, 16).into_font().color(&WHITE),
+        ))
+        .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

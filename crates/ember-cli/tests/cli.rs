@@ -486,7 +486,7 @@ fn sac_on_hopper_killed_and_resumed_equals_uninterrupted() {
 /// it.
 #[cfg(feature = "mujoco")]
 #[test]
-fn a_mujoco_run_evaluates_and_gif_says_why_not() {
+fn a_mujoco_run_evaluates_and_renders_a_gif() {
     let cwd = temp("mujoco-eval");
     let mut args = small("sac-hopper");
     args.extend(["--out", "hop"]);
@@ -502,15 +502,34 @@ fn a_mujoco_run_evaluates_and_gif_says_why_not() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // MuJoCo's own renderer, offscreen through EGL: this fails (loudly, saying what to
+    // install) on a machine without an EGL device.
     let out = ember(
         &["eval", "hop", "--episodes", "1", "--gif", "hop.gif"],
         &cwd,
     );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--gif cannot render Hopper-v5"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!cwd.join("hop.gif").exists());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut opts = gif::DecodeOptions::new();
+    opts.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = opts
+        .read_info(std::fs::File::open(cwd.join("hop.gif")).unwrap())
+        .unwrap();
+    assert_eq!((decoder.width(), decoder.height()), (320, 240));
+    let mut frames = Vec::new();
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        frames.push(frame.buffer.to_vec());
+    }
+    // One frame per observation of the episode (an untrained Hopper falls within a few
+    // dozen steps); the hopper moves, and the picture is not one flat colour.
+    assert!(frames.len() >= 2, "{} frames", frames.len());
+    assert_ne!(frames[0], frames[frames.len() - 1]);
+    let first = &frames[0];
+    let distinct: std::collections::HashSet<&[u8]> = first.chunks(4).collect();
+    assert!(distinct.len() > 20, "{} colours", distinct.len());
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 

@@ -75,6 +75,8 @@ pub use classic::{
 };
 #[cfg(feature = "gym")]
 pub use gym_bridge::{GymEnv, PYTHON_VAR};
+#[cfg(feature = "mujoco-render")]
+pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]
 pub use mujoco::{ASSETS_VAR, MujocoEnv, default_xml_path};
 pub use numpy_random::NumpyRng;

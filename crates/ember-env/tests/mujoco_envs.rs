@@ -184,3 +184,32 @@ fn spaces_and_reward_terms_are_gymnasium_s() {
         assert!(s.reward.is_finite());
     }
 }
+
+/// MuJoCo's own renderer, offscreen through EGL: fails loudly (saying what to install) on a
+/// machine without an EGL device.
+#[cfg(feature = "mujoco-render")]
+#[test]
+fn frames_follow_the_state_and_bad_sizes_are_refused() {
+    use ember_env::MujocoRenderer;
+    let mut env = MujocoEnv::new("Hopper-v5").unwrap();
+    env.reset(Some(3)).unwrap();
+    let big = MujocoRenderer::new(&env, 100_000, 10)
+        .unwrap_err()
+        .to_string();
+    assert!(big.contains("offscreen buffer"), "{big}");
+    let mut r = MujocoRenderer::new(&env, 64, 48).unwrap();
+    assert_eq!(r.size(), (64, 48));
+    let a = r.render(&mut env).unwrap().to_vec();
+    assert_eq!(a.len(), 64 * 48 * 3);
+    assert_eq!(
+        r.render(&mut env).unwrap(),
+        &a[..],
+        "the same state, the same frame"
+    );
+    let flat = a.chunks(3).all(|p| p == &a[..3]);
+    assert!(!flat, "a frame of one colour");
+    for _ in 0..20 {
+        env.step(Action::Continuous(&[1.0, -1.0, 1.0])).unwrap();
+    }
+    assert_ne!(r.render(&mut env).unwrap(), &a[..], "the hopper moved");
+}

@@ -33,11 +33,16 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         bail!("invalid --episodes: got 0, expected >= 1");
     }
     let config = load_config(&args.run)?;
-    if args.gif.is_some() && !crate::render::RENDER_ENVS.contains(&config.env.as_str()) {
+    let classic = crate::render::RENDER_ENVS.contains(&config.env.as_str());
+    #[cfg(feature = "mujoco")]
+    let mujoco = !classic && crate::mujoco_frames::is_mujoco(&config.env);
+    #[cfg(not(feature = "mujoco"))]
+    let mujoco = false;
+    if args.gif.is_some() && !classic && !mujoco {
         // Say so before evaluating, in one line.
         bail!(
-            "--gif cannot render {}: GIFs are drawn for {} only (MuJoCo and gym: \
-             environments need an offscreen renderer, not built into this binary yet)",
+            "--gif cannot render {}: GIFs are drawn for {} and, in a build with --features \
+             mujoco, the MuJoCo tasks (gym: environments have no renderer here)",
             config.env,
             crate::render::RENDER_ENVS.join(", ")
         );
@@ -73,7 +78,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
     let mut returns = Vec::with_capacity(args.episodes);
     for i in 0..args.episodes {
         let record = i == 0 && args.gif.is_some();
-        let (ret, frames) = episode(
+        let (ret, frames, taken) = episode(
             agent,
             env.as_mut(),
             normalizer.as_ref(),
@@ -83,8 +88,12 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         )?;
         returns.push(ret);
         if let (true, Some(path)) = (record, &args.gif) {
-            crate::render::render_gif(&config.env, &frames, path, 30)
-                .with_context(|| format!("cannot render {}", path.display()))?;
+            if mujoco {
+                gif_of_mujoco(&config.env, args.seed, &taken, &frames, path)?;
+            } else {
+                crate::render::render_gif(&config.env, &frames, path, 30)
+                    .with_context(|| format!("cannot render {}", path.display()))?;
+            }
         }
     }
     Ok(returns)
@@ -119,9 +128,32 @@ fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<Path
     Ok(dir)
 }
 
+/// A GIF of a MuJoCo episode: its actions replayed from `seed` and drawn offscreen.
+#[cfg(feature = "mujoco")]
+fn gif_of_mujoco(
+    env_id: &str,
+    seed: u64,
+    actions: &[Vec<f32>],
+    observations: &[Vec<f32>],
+    path: &Path,
+) -> Result<()> {
+    let (frames, fps) = crate::mujoco_frames::frames(env_id, seed, actions, observations)?;
+    let (w, h) = crate::mujoco_frames::SIZE;
+    crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, fps, env_id)
+        .with_context(|| format!("cannot render {}", path.display()))
+}
+
+#[cfg(not(feature = "mujoco"))]
+fn gif_of_mujoco(_: &str, _: u64, _: &[Vec<f32>], _: &[Vec<f32>], _: &Path) -> Result<()> {
+    unreachable!("MuJoCo tasks exist only with the mujoco feature")
+}
+
+/// An episode's return, and if recorded, its observations and continuous actions.
+type Episode = (f64, Vec<Vec<f32>>, Vec<Vec<f32>>);
+
 /// One episode to its end (at most 100,000 steps); its return and, if `record`, every
-/// observation. The agent sees observations through `normalizer` if given; frames are the
-/// environment's own.
+/// observation and every continuous action taken. The agent sees observations through
+/// `normalizer` if given; frames are the environment's own.
 fn episode(
     agent: &mut dyn Agent,
     env: &mut dyn Env,
@@ -129,9 +161,10 @@ fn episode(
     seed: u64,
     stochastic: bool,
     record: bool,
-) -> Result<(f64, Vec<Vec<f32>>)> {
+) -> Result<Episode> {
     let mut obs = env.reset(Some(seed))?;
     let mut frames = Vec::new();
+    let mut taken = Vec::new();
     let mut actions = ActionBuf::for_space(env.action_space());
     let mut ret = 0.0;
     for _ in 0..100_000 {
@@ -145,7 +178,12 @@ fn episode(
         agent.act(&seen, stochastic, &mut actions)?;
         let action = match &actions {
             ActionBuf::Discrete(a) => ember_core::Action::Discrete(a[0]),
-            ActionBuf::Continuous(a) => ember_core::Action::Continuous(a),
+            ActionBuf::Continuous(a) => {
+                if record {
+                    taken.push(a.clone());
+                }
+                ember_core::Action::Continuous(a)
+            }
         };
         let step = env.step(action)?;
         ret += step.reward;
@@ -154,8 +192,8 @@ fn episode(
             if record {
                 frames.push(obs);
             }
-            return Ok((ret, frames));
+            return Ok((ret, frames, taken));
         }
     }
-    Ok((ret, frames))
+    Ok((ret, frames, taken))
 }

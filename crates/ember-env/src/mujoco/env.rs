@@ -59,6 +59,17 @@ impl std::fmt::Debug for MujocoEnv {
 }
 
 impl MujocoEnv {
+    /// The simulation (model and data), for the renderer.
+    #[cfg(feature = "mujoco-render")]
+    pub(super) fn sim_mut(&mut self) -> &mut Sim {
+        &mut self.sim
+    }
+
+    #[cfg(feature = "mujoco-render")]
+    pub(super) fn sim(&self) -> &Sim {
+        &self.sim
+    }
+
     /// The task registered as `id` (e.g. `"Hopper-v5"`), from Gymnasium's XML file.
     ///
     /// # Errors

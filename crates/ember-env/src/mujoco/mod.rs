@@ -5,9 +5,13 @@
 
 mod env;
 mod numpy_sum;
+#[cfg(feature = "mujoco-render")]
+mod render;
 mod sim;
 mod task;
 mod tasks;
 
 pub use env::MujocoEnv;
+#[cfg(feature = "mujoco-render")]
+pub use render::MujocoRenderer;
 pub use sim::{ASSETS_VAR, default_xml_path};

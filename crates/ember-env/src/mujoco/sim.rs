@@ -127,6 +127,11 @@ impl Sim {
         &self.data
     }
 
+    #[cfg(feature = "mujoco-render")]
+    pub(crate) fn data_mut(&mut self) -> &mut MjData<Arc<MjModel>> {
+        &mut self.data
+    }
+
     pub(crate) fn nq(&self) -> usize {
         self.model.ffi().nq as usize
     }
