@@ -11,7 +11,7 @@ pub const SIZE: (usize, usize) = (320, 240);
 
 /// Whether `env_id` is a native MuJoCo task.
 pub fn is_mujoco(env_id: &str) -> bool {
-    ember_env::MujocoEnv::new(env_id).is_ok()
+    ember_env::MUJOCO_IDS.contains(&env_id)
 }
 
 /// RGB frames of the episode of `env_id` reset with `seed` and stepped with `actions`, one

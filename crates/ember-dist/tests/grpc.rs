@@ -4,7 +4,6 @@
 #![cfg(feature = "grpc")]
 
 use ember_algo::{ActionBuf, Agent};
-use ember_core::Result;
 use ember_dist::grpc::proto;
 use ember_dist::{
     ActionKind, Backoff, GrpcLimits, GrpcServer, InferenceConfig, InferenceServer, LearnerServices,
@@ -14,21 +13,9 @@ use ember_dist::{
 use std::io::Write;
 use std::time::Duration;
 
-/// Action `obs[0] as usize` per row of 2 values.
-struct Echo;
+mod common;
 
-impl Agent for Echo {
-    fn obs_dim(&self) -> usize {
-        2
-    }
-
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let out = out.discrete_mut("Echo")?;
-        out.clear();
-        out.extend(obs.chunks(2).map(|r| r[0] as usize));
-        Ok(())
-    }
-}
+use common::Echo;
 
 fn learner(limits: GrpcLimits) -> (InferenceServer<Echo>, GrpcServer) {
     let inference = InferenceServer::spawn(

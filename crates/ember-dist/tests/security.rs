@@ -15,21 +15,9 @@ use ember_dist::{
 };
 use std::time::{Duration, Instant};
 
-/// Action `obs[0] as usize` per row of 2 values.
-struct Echo;
+mod common;
 
-impl Agent for Echo {
-    fn obs_dim(&self) -> usize {
-        2
-    }
-
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let out = out.discrete_mut("Echo")?;
-        out.clear();
-        out.extend(obs.chunks(2).map(|r| r[0] as usize));
-        Ok(())
-    }
-}
+use common::Echo;
 
 const WIDTH: u32 = 3;
 

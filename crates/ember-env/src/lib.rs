@@ -80,7 +80,7 @@ pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]
 pub use mujoco::{ASSETS_VAR, MujocoEnv, default_xml_path};
 pub use numpy_random::NumpyRng;
-pub use registry::{EnvFactory, factory, ids, make, register};
+pub use registry::{EnvFactory, MUJOCO_IDS, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};
 pub use vector::{

@@ -74,7 +74,7 @@ fn builtins() -> Vec<(&'static str, Arc<dyn EnvFactory>)> {
 
 /// Gymnasium's MuJoCo v5 ids, built in with the `mujoco` feature (and named in the error
 /// of a build without it).
-pub(crate) const MUJOCO_IDS: [&str; 9] = [
+pub const MUJOCO_IDS: [&str; 9] = [
     "HalfCheetah-v5",
     "Hopper-v5",
     "Walker2d-v5",

@@ -101,17 +101,7 @@ fn acrobot_and_mountain_car_match_the_native_ones() {
 #[cfg(feature = "mujoco")]
 #[test]
 fn mujoco_tasks_match_the_native_ones() {
-    for id in [
-        "HalfCheetah-v5",
-        "Hopper-v5",
-        "Walker2d-v5",
-        "Ant-v5",
-        "Humanoid-v5",
-        "Swimmer-v5",
-        "InvertedPendulum-v5",
-        "InvertedDoublePendulum-v5",
-        "Reacher-v5",
-    ] {
+    for id in ember_env::MUJOCO_IDS {
         let mut native = ember_env::make(id).unwrap();
         let (_, ends) = same_transitions(native.as_mut(), &mut gym(id), 1100);
         assert!(ends >= 1, "{id}: {ends} episode ends");
