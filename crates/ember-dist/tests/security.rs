@@ -280,6 +280,39 @@ fn streams_past_the_limit_are_refused_and_the_others_go_on() {
     let mut held: Vec<RemoteActor> = (0..3)
         .map(|_| RemoteActor::connect(&addr, quick()).unwrap())
         .collect();
+    // The held streams' speed: 200 requests each, before and while a peer knocks.
+    let speed = |held: &mut Vec<RemoteActor>| {
+        let start = Instant::now();
+        for i in 0..200 {
+            for (k, a) in held.iter_mut().enumerate() {
+                act(a, ((i + k) % 4) as f32);
+            }
+        }
+        (200 * held.len()) as f64 / start.elapsed().as_secs_f64()
+    };
+    let before = speed(&mut held);
+    let knocking = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut refused = 0;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(500) {
+                refused += usize::from(RemoteActor::connect(&addr, quick()).is_err());
+            }
+            refused
+        })
+    };
+    let during = speed(&mut held);
+    let knocks = knocking.join().unwrap();
+    eprintln!(
+        "3 held streams: {before:.0} requests/s alone, {during:.0} while a peer was refused \
+         {knocks} times"
+    );
+    assert!(knocks > 0);
+    assert!(
+        during > before / 4.0,
+        "{during:.0} requests/s, {before:.0} alone"
+    );
     let text = RemoteActor::connect(&addr, quick())
         .err()
         .expect("a fourth stream is refused")
