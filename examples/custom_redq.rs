@@ -66,7 +66,7 @@ struct Redq {
 
 impl Redq {
     fn new(env: &dyn VecEnv, seed: u64, devices: &Devices) -> Result<Redq> {
-        let (plain, learn) = learner_devices(&devices.learn, seed);
+        let (plain, learn, _seeded) = learner_devices(&devices.learn, seed);
         let obs_dim = env.single_observation_space().flat_dim();
         let ember::core::Space::Box(b) = env.single_action_space() else {
             unreachable!("Pendulum-v1 has a Box action space")

@@ -205,7 +205,7 @@ impl Dqn {
             ));
         };
         let obs_dim = obs_space.flat_dim();
-        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
         let mut sizes = vec![obs_dim];
         sizes.extend(&config.hidden);
         sizes.push(d.n());

@@ -485,9 +485,11 @@ mod tests {
 
     fn toy(seed: u64) -> Toy {
         let device = ember_backend::DeviceSpec::Flex.device().unwrap();
-        let (_, learn) = crate::tensors::learner_devices(&device, seed);
+        let (_, learn, _seeded) = crate::tensors::learner_devices(&device, seed);
         let policy = MlpConfig::new(vec![3, 8, 2]).init(&learn).unwrap();
+        // Read while the seed holds (burn draws a parameter's values at its first read).
         let other = MlpConfig::new(vec![3, 8, 2]).init(&learn).unwrap();
+        let _ = ember_nn::flat_params(&other);
         Toy {
             acting: ActingCopy::new(&policy, &device, 1),
             policy,

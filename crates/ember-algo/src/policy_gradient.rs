@@ -141,7 +141,8 @@ impl PolicyGradient {
             ),
         };
         let obs_dim = obs_space.flat_dim();
-        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, settings.seed);
+        let (plain, learn, _seeded) =
+            crate::tensors::learner_devices(&devices.learn, settings.seed);
         let net = ActorCriticNetConfig {
             obs_dim,
             head: head.clone(),

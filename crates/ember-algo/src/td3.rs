@@ -204,7 +204,7 @@ impl Td3 {
         };
         let obs_dim = obs_space.flat_dim();
         let act_dim = b.dim();
-        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
         let mut sizes = vec![obs_dim];
         sizes.extend(&config.hidden);
         sizes.push(act_dim);

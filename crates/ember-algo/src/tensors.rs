@@ -51,11 +51,27 @@ pub fn obs_batch(obs: &[f32], obs_dim: usize, device: &Device) -> Result<(Tensor
     Ok((matrix(obs, n, obs_dim, device), n))
 }
 
-/// A learner's devices from the device it was given: `(plain, autodiff)`. Seeds the
-/// backend's generator with `seed` so that the weights built next are reproducible.
-pub fn learner_devices(learn: &Device, seed: u64) -> (Device, Device) {
+/// Held from [`learner_devices`] to the end of a learner's constructor: the backend's
+/// generator is one per process, so two learners built at once in two threads would
+/// otherwise draw from each other's seeds. burn draws a parameter's initial values when it
+/// is first read, so a constructor reads every network before it returns (its target
+/// copies and acting copy do) and keeps this guard until then (`let (plain, learn,
+/// _seeded) = ...`); it must not build another learner meanwhile.
+#[must_use = "the seed holds only while this guard lives: keep it until the weights are drawn"]
+pub struct Seeded {
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Serializes seeding and weight initialisation across threads.
+static SEEDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A learner's devices from the device it was given: `(plain, autodiff, guard)`. Seeds the
+/// backend's generator with `seed` so that the weights drawn while `guard` lives are
+/// reproducible, whatever other threads build at the same time (see [`Seeded`]).
+pub fn learner_devices(learn: &Device, seed: u64) -> (Device, Device, Seeded) {
+    let lock = SEEDING.lock().unwrap_or_else(|e| e.into_inner());
     let plain = learn.clone().without_autodiff();
     plain.seed(seed);
     let learn = plain.clone().autodiff();
-    (plain, learn)
+    (plain, learn, Seeded { _lock: lock })
 }

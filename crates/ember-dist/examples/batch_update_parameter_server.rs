@@ -48,8 +48,9 @@ fn model(device: &Device) -> Result<Mlp> {
 /// The server: the model's weights, one Adam step per round of all trainers.
 fn server(trainers: usize, rounds: usize) -> Result<()> {
     let device = ember_backend::DeviceSpec::Flex.device()?;
-    let (plain, _) = learner_devices(&device, 7);
+    let (plain, _, seeded) = learner_devices(&device, 7);
     let initial = flat_params(&model(&plain)?);
+    drop(seeded);
     let params = initial.len();
     let ps = ParameterServer::spawn(
         initial,
@@ -114,7 +115,8 @@ fn target(x: &[f32]) -> f32 {
 /// answered with the round's new weights.
 fn trainer(addr: &str, id: u32, rounds: usize) -> Result<()> {
     let device = ember_backend::DeviceSpec::Flex.device()?;
-    let (plain, learn) = learner_devices(&device, u64::from(id));
+    // The weights come from the server: the seed's guard is not needed.
+    let (plain, learn, _) = learner_devices(&device, u64::from(id));
     let mut remote = RemoteTrainer::connect(addr, id, GrpcLimits::default())?;
     let weights = remote.current()?;
     let mut net = load_flat_params(model(&learn)?, &weights.params)?;

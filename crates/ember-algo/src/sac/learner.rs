@@ -95,7 +95,7 @@ impl Sac {
         };
         let obs_dim = obs_space.flat_dim();
         let act_dim = bounds.dim();
-        let (plain, learn) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
         let actor = GaussianTanhPolicyConfig::new(obs_dim, act_dim)
             .with_hidden(config.hidden.clone())
             .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
