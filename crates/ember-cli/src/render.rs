@@ -40,12 +40,7 @@ pub const GIF_HEIGHT: u32 = 360;
 /// non-finite value, `fps` is not in `1..=100`, or the file cannot be written.
 pub fn render_gif(env_id: &str, frames: &[Vec<f32>], path: &Path, fps: u32) -> Result<()> {
     let scene = Scene::for_env(env_id)?;
-    if frames.is_empty() {
-        bail!("render_gif({env_id}): no frames to draw");
-    }
-    if !(1..=100).contains(&fps) {
-        bail!("render_gif({env_id}): fps is {fps}; allowed range is 1..=100");
-    }
+    check_gif("render_gif", env_id, frames.len(), fps)?;
     let width = scene.obs_width();
     for (i, frame) in frames.iter().enumerate() {
         if frame.len() != width {
@@ -61,12 +56,8 @@ pub fn render_gif(env_id: &str, frames: &[Vec<f32>], path: &Path, fps: u32) -> R
             );
         }
     }
-    ensure_fonts()?;
+    let root = gif_area(path, (GIF_WIDTH, GIF_HEIGHT), fps)?;
     let err = |e: DrawingAreaErrorKind<_>| anyhow!("cannot draw {}: {e}", path.display());
-    let delay_ms = (1000 + fps / 2) / fps;
-    let backend = BitMapBackend::gif(path, (GIF_WIDTH, GIF_HEIGHT), delay_ms)
-        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
-    let root = backend.into_drawing_area();
     for (i, frame) in frames.iter().enumerate() {
         root.fill(&WHITE).map_err(err)?;
         let obs: Vec<f64> = frame.iter().map(|&v| f64::from(v)).collect();
@@ -84,6 +75,28 @@ pub fn render_gif(env_id: &str, frames: &[Vec<f32>], path: &Path, fps: u32) -> R
 }
 
 type Root<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+/// What both GIF writers refuse before drawing: no frames, or `fps` outside `1..=100`
+/// (`function(what)` names the call in the error).
+fn check_gif(function: &str, what: &str, frames: usize, fps: u32) -> Result<()> {
+    if frames == 0 {
+        bail!("{function}({what}): no frames to draw");
+    }
+    if !(1..=100).contains(&fps) {
+        bail!("{function}({what}): fps is {fps}; allowed range is 1..=100");
+    }
+    Ok(())
+}
+
+/// A looping GIF of `size` pixels at `path`, one frame per `present()` at `fps` (GIF
+/// delays are whole hundredths of a second), with the caption font ready.
+fn gif_area(path: &Path, size: (u32, u32), fps: u32) -> Result<Root<'_>> {
+    ensure_fonts()?;
+    let delay_ms = (1000 + fps / 2) / fps;
+    let backend = BitMapBackend::gif(path, size, delay_ms)
+        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+    Ok(backend.into_drawing_area())
+}
 type DrawResult = std::result::Result<
     (),
     DrawingAreaErrorKind<<BitMapBackend<'static> as DrawingBackend>::ErrorType>,
@@ -305,12 +318,7 @@ pub fn render_rgb_gif(
     fps: u32,
     caption: &str,
 ) -> Result<()> {
-    if frames.is_empty() {
-        bail!("render_rgb_gif({caption}): no frames to draw");
-    }
-    if !(1..=100).contains(&fps) {
-        bail!("render_rgb_gif({caption}): fps is {fps}; allowed range is 1..=100");
-    }
+    check_gif("render_rgb_gif", caption, frames.len(), fps)?;
     let want = width as usize * height as usize * 3;
     if let Some(i) = frames.iter().position(|f| f.len() != want) {
         bail!(
@@ -318,12 +326,8 @@ pub fn render_rgb_gif(
             frames[i].len()
         );
     }
-    ensure_fonts()?;
+    let root = gif_area(path, (width, height), fps)?;
     let err = |e: DrawingAreaErrorKind<_>| anyhow!("cannot draw {}: {e}", path.display());
-    let delay_ms = (1000 + fps / 2) / fps;
-    let backend = BitMapBackend::gif(path, (width, height), delay_ms)
-        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
-    let root = backend.into_drawing_area();
     for (i, frame) in frames.iter().enumerate() {
         let image =
             BitMapElement::<(i32, i32)>::with_owned_buffer((0, 0), (width, height), frame.clone())

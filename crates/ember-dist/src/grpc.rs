@@ -309,11 +309,7 @@ impl GrpcServer {
         let mut server = tonic::transport::Server::builder();
         if let Some(tls) = &security.tls {
             server = server.tls_config(tls.config()).map_err(|e| {
-                Error::invalid(
-                    "TLS certificate and key",
-                    "the server's",
-                    format!("{e}: {}", error_chain(&e)),
-                )
+                Error::invalid("TLS certificate and key", "the server's", error_chain(&e))
             })?;
         }
         let listener = std::net::TcpListener::bind(addr)

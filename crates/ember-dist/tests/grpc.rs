@@ -15,19 +15,10 @@ use std::time::Duration;
 
 mod common;
 
-use common::Echo;
+use common::{Echo, echo_inference};
 
 fn learner(limits: GrpcLimits) -> (InferenceServer<Echo>, GrpcServer) {
-    let inference = InferenceServer::spawn(
-        Echo,
-        ActionBuf::Discrete(vec![]),
-        InferenceConfig {
-            max_batch: 16,
-            max_wait: Duration::from_millis(1),
-            queue: 64,
-        },
-    )
-    .unwrap();
+    let inference = echo_inference();
     let grpc = GrpcServer::learner(
         "127.0.0.1:0",
         inference.handle(),

@@ -8,16 +8,16 @@
 use ember_algo::{ActionBuf, Agent};
 use ember_core::Result;
 use ember_dist::{
-    ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, InferenceConfig,
-    InferenceServer, LearnerServices, ParameterServer, ParameterServerConfig, RemoteActor,
-    RemoteTrainer, SelfSigned, ServerSecurity, ServerTls, Sgd, Token, TransitionIngest,
-    TransitionLog, TransitionSender,
+    ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, InferenceServer,
+    LearnerServices, ParameterServer, ParameterServerConfig, RemoteActor, RemoteTrainer,
+    SelfSigned, ServerSecurity, ServerTls, Sgd, Token, TransitionIngest, TransitionLog,
+    TransitionSender,
 };
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::Echo;
+use common::{Echo, echo_inference};
 
 const WIDTH: u32 = 3;
 
@@ -52,16 +52,7 @@ fn learner(name: &str, security: &ServerSecurity, limits: GrpcLimits) -> Learner
     let (log, _) = TransitionLog::open(&dir.0.join("log")).unwrap();
     let (ingest, rx) = TransitionIngest::new(log, WIDTH, 1024);
     std::thread::spawn(move || for _ in rx {});
-    let inference = InferenceServer::spawn(
-        Echo,
-        ActionBuf::Discrete(vec![]),
-        InferenceConfig {
-            max_batch: 16,
-            max_wait: Duration::from_millis(1),
-            queue: 64,
-        },
-    )
-    .unwrap();
+    let inference = echo_inference();
     let services = LearnerServices {
         inference: inference.handle(),
         kind: ActionKind::Discrete,

@@ -2,6 +2,8 @@
 
 use ember_algo::{ActionBuf, Agent};
 use ember_core::Result;
+use ember_dist::{InferenceConfig, InferenceServer};
+use std::time::Duration;
 
 /// Action `obs[0] as usize` per row of 2 values.
 pub struct Echo;
@@ -17,4 +19,18 @@ impl Agent for Echo {
         out.extend(obs.chunks(2).map(|r| r[0] as usize));
         Ok(())
     }
+}
+
+/// Central inference of [`Echo`]: batches of up to 16 rows, 1 ms to gather them.
+pub fn echo_inference() -> InferenceServer<Echo> {
+    InferenceServer::spawn(
+        Echo,
+        ActionBuf::Discrete(vec![]),
+        InferenceConfig {
+            max_batch: 16,
+            max_wait: Duration::from_millis(1),
+            queue: 64,
+        },
+    )
+    .unwrap()
 }
