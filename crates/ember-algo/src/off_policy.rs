@@ -6,12 +6,12 @@ use crate::agent::{ActionBuf, stored_action_dim};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::{OffPolicyLearner, Progress, Update};
-use crate::replay::{EpisodeWriter, ReplayConfig};
+use crate::replay::ReplayConfig;
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Batch, EmberRng, Error, Result, Space, Transition};
 use ember_env::{EnvFactory, VecEnv};
-use ember_replay::{ReplayBuffer, Sampler};
+use ember_replay::{EpisodeWriter, ReplayBuffer, Sampler};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

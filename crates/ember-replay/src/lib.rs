@@ -11,7 +11,9 @@
 //! - [`ReplayBuffer`] couples storage, sampler and a seeded generator, and saves/loads all
 //!   three as one checksummed file; [`SharedReplay`] lets several threads write.
 //! - [`AnySampler`] picks one of the three at run time (e.g. from a config).
-//! - [`NStep`] turns one-step transitions into n-step ones across episode boundaries.
+//! - [`NStep`] turns one-step transitions into n-step ones across episode boundaries;
+//!   [`EpisodeWriter`] feeds a buffer from a vector env's sub-environments with n-step
+//!   returns and episode-return scores.
 //!
 //! ```
 //! use ember_core::{Batch, Transition};
@@ -45,6 +47,7 @@
 mod any;
 mod buffer;
 pub mod codec;
+mod episodes;
 mod huge_pages;
 mod layout;
 mod min_tree;
@@ -63,6 +66,7 @@ mod uniform;
 pub use any::AnySampler;
 pub use buffer::ReplayBuffer;
 pub use ember_core::{Batch, EmberRng, Error, Result, Transition};
+pub use episodes::{DISCOUNT_COLUMN, EpisodeWriter};
 pub use min_tree::MinTree;
 pub use nstep::NStep;
 pub use prioritized::Prioritized;
