@@ -109,6 +109,11 @@ impl EpisodeWriter {
         })
     }
 
+    /// Transitions stored through this writer so far (n-step ones included).
+    pub fn pushes(&self) -> u64 {
+        self.pushes
+    }
+
     /// Number of sub-environments.
     pub fn envs(&self) -> usize {
         self.running.len()

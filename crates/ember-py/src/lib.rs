@@ -1,0 +1,33 @@
+//! # ember-py
+//!
+//! Ember from Python: the `ember._ember` extension module of the `ember-rl` wheel (built
+//! with maturin from `crates/ember-py/pyproject.toml`; see `docs/python.md`).
+//!
+//! - [`replay::PyReplay`] (`ember.ReplayBuffer`): uniform, prioritized and return-weighted
+//!   replay with n-step returns, filled and sampled with NumPy arrays, the GIL released
+//!   while it works.
+//! - [`envs::PyVecEnv`] and [`envs::PyEnv`] (`ember.VecEnv`, `ember.Env`): Ember's
+//!   environments, which the Python package wraps as Gymnasium environments.
+//!
+//! Errors reach Python as exceptions naming the argument: `ValueError` for a wrong shape,
+//! a NaN or an index out of range, `TypeError` for a wrong dtype, `OSError` for files.
+
+#![warn(missing_docs)]
+
+pub mod arrays;
+pub mod envs;
+pub mod errors;
+pub mod replay;
+
+use pyo3::prelude::*;
+
+/// The `ember._ember` module.
+#[pymodule]
+fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<replay::PyReplay>()?;
+    m.add_class::<envs::PyVecEnv>()?;
+    m.add_class::<envs::PyEnv>()?;
+    m.add_function(wrap_pyfunction!(envs::env_ids, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
