@@ -367,17 +367,9 @@ impl PyReplay {
         indices: &Bound<'_, PyAny>,
         priorities: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        self.needs("update_priorities", "prioritized")?;
         let (slots, values) = self.slots_and_values(indices, priorities, "priorities")?;
-        py.detach(|| {
-            let mut g = self.lock();
-            if !g.buffer.sampler().uses_priorities() {
-                return Err(PyValueError::new_err(format!(
-                    "update_priorities needs sampler=\"prioritized\"; this buffer's is {:?}",
-                    kind(g.buffer.sampler())
-                )));
-            }
-            g.buffer.update_priorities(&slots, &values).py()
-        })
+        py.detach(|| self.lock().buffer.update_priorities(&slots, &values).py())
     }
 
     /// Sets the scores (e.g. episode returns) of slots (return-weighted replay): slot `i`
@@ -388,15 +380,10 @@ impl PyReplay {
         indices: &Bound<'_, PyAny>,
         scores: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        self.needs("set_scores", "return_weighted")?;
         let (slots, values) = self.slots_and_values(indices, scores, "scores")?;
         py.detach(|| {
             let mut g = self.lock();
-            if !g.buffer.sampler().uses_scores() {
-                return Err(PyValueError::new_err(format!(
-                    "set_scores needs sampler=\"return_weighted\"; this buffer's is {:?}",
-                    kind(g.buffer.sampler())
-                )));
-            }
             for (&s, &v) in slots.iter().zip(&values) {
                 g.buffer.sampler_mut().set_score(s, v as f64).py()?;
             }
@@ -410,13 +397,12 @@ impl PyReplay {
         py: Python<'py>,
         indices: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, numpy::PyArrayDyn<f64>>> {
+        self.needs("scores", "return_weighted")?;
         let idx = ints(indices, "indices")?;
         let g = self.lock();
         let slots = check_indices(&idx.data, g.buffer.len(), "indices")?;
         let AnySampler::ReturnWeighted(s) = g.buffer.sampler() else {
-            return Err(PyValueError::new_err(
-                "scores needs sampler=\"return_weighted\"",
-            ));
+            unreachable!("checked above")
         };
         let out: Vec<f64> = slots
             .iter()
@@ -587,6 +573,18 @@ impl PyReplay {
 }
 
 impl PyReplay {
+    /// Errors unless this buffer's sampler is `sampler` (what `method` needs).
+    fn needs(&self, method: &str, sampler: &str) -> PyResult<()> {
+        let have = kind(self.lock().buffer.sampler());
+        if have == sampler {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "{method} needs sampler=\"{sampler}\"; this buffer's is \"{have}\""
+            )))
+        }
+    }
+
     fn slots_and_values(
         &self,
         indices: &Bound<'_, PyAny>,
