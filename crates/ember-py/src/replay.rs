@@ -323,12 +323,29 @@ impl PyReplay {
 
     /// Draws `batch_size` transitions: a dict of NumPy arrays `obs`, `action`, `reward`,
     /// `next_obs`, `terminated`, `truncated`, `indices`, `weights` (and `discount`, the
-    /// bootstrap discount `γ^m`, with `n_step > 1`).
-    fn sample<'py>(&self, py: Python<'py>, batch_size: usize) -> PyResult<Bound<'py, PyDict>> {
+    /// bootstrap discount `γ^m`, with `n_step > 1`). Drawing without replacement
+    /// (return-weighted) more than there are transitions of non-zero weight is a
+    /// `ValueError`, unless `at_most`: the batch then holds every one of them.
+    #[pyo3(signature = (batch_size, *, at_most=false))]
+    fn sample<'py>(
+        &self,
+        py: Python<'py>,
+        batch_size: usize,
+        at_most: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let batch = py
             .detach(|| {
                 let mut b = Batch::default();
-                self.lock().buffer.sample(batch_size, &mut b).map(|_| b)
+                let mut g = self.lock();
+                match g.buffer.sample(batch_size, &mut b) {
+                    Err(ember_core::Error::NotEnough { available, .. })
+                        if at_most && available > 0 =>
+                    {
+                        g.buffer.sample(available, &mut b)
+                    }
+                    r => r,
+                }
+                .map(|_| b)
             })
             .py()?;
         let k = batch.len;

@@ -49,9 +49,11 @@ class ReplayBuffer:
         truncated: Optional[ArrayLike] = None,
     ) -> npt.NDArray[np.int64]:
         """Stores transitions; returns the slots written."""
-    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, *, at_most: bool = False) -> dict[str, np.ndarray]:
         """``obs``, ``action``, ``reward``, ``next_obs``, ``terminated``, ``truncated``,
-        ``indices``, ``weights`` (and ``discount`` with ``n_step > 1``)."""
+        ``indices``, ``weights`` (and ``discount`` with ``n_step > 1``). ``at_most``: a
+        return-weighted batch holds every transition of non-zero weight when there are fewer
+        than ``batch_size``, instead of raising ``ValueError``."""
     def update_priorities(self, indices: ArrayLike, priorities: ArrayLike) -> None: ...
     def set_scores(self, indices: ArrayLike, scores: ArrayLike) -> None: ...
     def scores(self, indices: ArrayLike) -> npt.NDArray[np.float64]: ...

@@ -8,6 +8,10 @@
   ``last_weights`` after ``sample`` and call ``update_priorities`` from your own ``train``.
 - :class:`UniformReplayBuffer`: uniform with replacement, as SB3's own buffer.
 
+Return-weighted draws are without replacement: while fewer than ``batch_size`` transitions
+weigh more than zero (early on: the worst episode so far weighs zero), a batch holds every
+transition that does, so it is smaller.
+
 ``replay_buffer_kwargs`` reach :class:`ember.ReplayBuffer` (``n_step``, ``gamma``,
 ``alpha``, ``beta``, ``eps``, ``seed``). With ``n_step > 1`` the samples carry SB3's
 ``discounts`` (``gamma ** m``), which SB3's SAC, TD3 and DQN use.
@@ -93,7 +97,7 @@ class EmberReplayBuffer(_SB3ReplayBuffer):
         raise NotImplementedError(f"{type(self).__name__} cannot be emptied; make a new one")
 
     def sample(self, batch_size, env=None):
-        d = self.ember.sample(batch_size)
+        d = self.ember.sample(batch_size, at_most=True)
         self.last_indices, self.last_weights = d["indices"], d["weights"]
         obs = self._normalize_obs(d["obs"], env)
         next_obs = self._normalize_obs(d["next_obs"], env)
