@@ -337,13 +337,18 @@ impl PyReplay {
             .detach(|| {
                 let mut b = Batch::default();
                 let mut g = self.lock();
-                match g.buffer.sample(batch_size, &mut b) {
-                    Err(ember_core::Error::NotEnough { available, .. })
-                        if at_most && available > 0 =>
-                    {
-                        g.buffer.sample(available, &mut b)
+                let mut k = batch_size;
+                loop {
+                    // Asked for more than are stored, then for more than weigh more than
+                    // zero: each error says how many there are, and the next try asks that.
+                    match g.buffer.sample(k, &mut b) {
+                        Err(ember_core::Error::NotEnough { available, .. })
+                            if at_most && available > 0 && available < k =>
+                        {
+                            k = available
+                        }
+                        r => break r,
                     }
-                    r => r,
                 }
                 .map(|_| b)
             })

@@ -1,0 +1,45 @@
+"""Ember's buffers inside Stable-Baselines3: SAC learns Pendulum-v1 with return-weighted
+replay, and the adaptor keeps SB3's conventions (time limits, n-step discounts)."""
+
+import numpy as np
+import pytest
+import torch
+
+from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3.common.evaluation import evaluate_policy  # noqa: E402
+
+from ember.sb3 import PrioritizedReplayBuffer, ReturnWeightedReplayBuffer  # noqa: E402
+
+
+def test_sac_learns_pendulum_with_return_weighted_replay():
+    # Budget: 4,000 env steps (one update each), ~75 s on 2 cores. Seed 0 reached -143.8
+    # (SB3's own buffer: -139.7); a random policy scores about -1,200.
+    torch.set_num_threads(1)
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=ReturnWeightedReplayBuffer,
+                learning_starts=200, seed=0, verbose=0)
+    model.learn(4000)
+    mean, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=10, deterministic=True)
+    assert mean > -300, mean
+    buf = model.replay_buffer
+    assert len(buf.ember) == 4000 and buf.size() == 4000
+    # Pendulum only ends by its time limit: stored as truncated, never terminated.
+    # (The worst episode so far weighs zero: at most 19 of the 20 episode ends are drawn.)
+    d = buf.ember.sample(4000, at_most=True)
+    assert 15 <= d["truncated"].sum() <= 19 and not d["terminated"].any()
+
+
+def test_n_step_discounts_and_priorities_reach_sb3():
+    torch.set_num_threads(1)
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer,
+                replay_buffer_kwargs=dict(n_step=3, gamma=0.99, seed=1),
+                learning_starts=100, seed=0, verbose=0)
+    model.learn(300)
+    buf = model.replay_buffer
+    s = buf.sample(64)
+    assert s.discounts is not None and s.observations.shape == (64, 3)
+    discounts = s.discounts.numpy().ravel().astype(np.float64)
+    assert np.all(np.min(np.abs(discounts[:, None] - 0.99 ** np.array([1, 2, 3])), axis=1) < 1e-6)
+    assert s.dones.shape == (64, 1) and s.rewards.shape == (64, 1)
+    buf.update_priorities(buf.last_indices, np.full(64, 100.0))
+    hits = np.isin(buf.sample(64).observations.numpy()[:, 0], s.observations.numpy()[:, 0])
+    assert hits.mean() > 0.5, hits.mean()
