@@ -184,6 +184,7 @@ impl Error {
     }
 
     /// Returns `Ok(())` if `got == expected`, else [`Error::Shape`].
+    #[inline]
     pub fn check_len(what: &str, expected: usize, got: usize) -> Result<()> {
         if expected == got {
             Ok(())
@@ -193,6 +194,7 @@ impl Error {
     }
 
     /// Returns `Ok(value)` if `value` is finite, else [`Error::NonFinite`] naming it.
+    #[inline]
     pub fn check_finite(name: impl FnOnce() -> String, value: f64) -> Result<f64> {
         if value.is_finite() {
             Ok(value)

@@ -2,29 +2,66 @@
 //! and results handed to Python without a copy.
 
 use numpy::prelude::*;
-use numpy::{Element, PyArray1, PyArrayDyn, PyUntypedArray};
+use numpy::{Element, PyArray1, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArray};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-/// An array's values, row-major, and its shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Values<T> {
-    /// The values in row-major order.
-    pub data: Vec<T>,
+/// An array's values, read in place: a C-contiguous NumPy array of `T` (the caller's own
+/// array when it already is one, else a converted copy) borrowed read-only.
+pub struct Values<'py, T: Element> {
+    array: PyReadonlyArrayDyn<'py, T>,
     /// The array's shape (empty for a scalar).
     pub shape: Vec<usize>,
 }
 
-impl<T> Values<T> {
+impl<'py, T: Element> Values<'py, T> {
+    fn new(array: Bound<'py, PyArrayDyn<T>>) -> PyResult<Self> {
+        let array = array.try_readonly()?;
+        let shape = array.shape().to_vec();
+        Ok(Values { array, shape })
+    }
+
+    /// The values in row-major order.
+    pub fn data(&self) -> &[T] {
+        self.array
+            .as_slice()
+            .expect("Values holds C-contiguous arrays only")
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.shape.iter().product()
     }
 
     /// Whether there is no value.
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.len() == 0
     }
+}
+
+/// `obj` as a C-contiguous array of `dtype` (no copy when it already is one).
+///
+/// # Errors
+/// What NumPy raises converting `obj`.
+pub fn contiguous<'py, T: Element>(
+    obj: &Bound<'py, PyAny>,
+    dtype: &str,
+) -> PyResult<Values<'py, T>> {
+    if let Ok(a) = obj.cast::<PyArrayDyn<T>>()
+        && a.is_c_contiguous()
+    {
+        return Values::new(a.clone());
+    }
+    // `asarray(order="C")`, not `ascontiguousarray`, which turns a scalar into shape (1,).
+    let py = obj.py();
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("dtype", dtype)?;
+    kwargs.set_item("order", "C")?;
+    let a = py
+        .import("numpy")?
+        .call_method("asarray", (obj,), Some(&kwargs))?
+        .cast_into::<PyArrayDyn<T>>()?;
+    Values::new(a)
 }
 
 /// `obj` as a NumPy array, converting lists and scalars (`numpy.asarray`).
@@ -36,18 +73,6 @@ fn as_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>
     Ok(np
         .call_method1("asarray", (obj,))?
         .cast_into::<PyUntypedArray>()?)
-}
-
-/// The values of a typed array, in row-major order.
-fn read<T: Element + Copy>(a: &Bound<'_, PyArrayDyn<T>>) -> Values<T> {
-    let ro = a.readonly();
-    let view = ro.as_array();
-    let shape = view.shape().to_vec();
-    let data = match ro.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => view.iter().copied().collect(),
-    };
-    Values { data, shape }
 }
 
 /// The dtype of `a` as Python prints it.
@@ -63,40 +88,34 @@ fn dtype_name(a: &Bound<'_, PyUntypedArray>) -> String {
 ///
 /// # Errors
 /// `TypeError` for a non-numeric dtype.
-pub fn floats(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Values<f32>> {
-    if let Ok(a) = obj.cast::<PyArrayDyn<f32>>() {
-        return Ok(read(a));
+pub fn floats<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py, f32>> {
+    if obj.cast::<PyArrayDyn<f32>>().is_err() {
+        let a = as_array(obj).map_err(|_| not_numbers(name, "not an array of numbers"))?;
+        let kind = a.dtype().kind();
+        if !b"biuf".contains(&kind) {
+            return Err(not_numbers(name, &format!("dtype {}", dtype_name(&a))));
+        }
+        return contiguous(a.as_any(), "float32");
     }
-    let a = as_array(obj).map_err(|_| not_numbers(name, "not an array of numbers"))?;
-    let kind = a.dtype().kind();
-    if !b"biuf".contains(&kind) {
-        return Err(not_numbers(name, &format!("dtype {}", dtype_name(&a))));
-    }
-    let f = a
-        .call_method1("astype", ("float32",))?
-        .cast_into::<PyArrayDyn<f32>>()?;
-    Ok(read(&f))
+    contiguous(obj, "float32")
 }
 
 /// `obj` as integers (`int64`); only integer dtypes (and Python ints) are taken.
 ///
 /// # Errors
 /// `TypeError` for floats or anything not an integer.
-pub fn ints(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Values<i64>> {
-    if let Ok(a) = obj.cast::<PyArrayDyn<i64>>() {
-        return Ok(read(a));
+pub fn ints<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py, i64>> {
+    if obj.cast::<PyArrayDyn<i64>>().is_err() {
+        let a = as_array(obj).map_err(|_| not_numbers(name, "not an array of integers"))?;
+        if !b"iu".contains(&a.dtype().kind()) {
+            return Err(PyTypeError::new_err(format!(
+                "{name} must hold integers, got dtype {}",
+                dtype_name(&a)
+            )));
+        }
+        return contiguous(a.as_any(), "int64");
     }
-    let a = as_array(obj).map_err(|_| not_numbers(name, "not an array of integers"))?;
-    if !b"iu".contains(&a.dtype().kind()) {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must hold integers, got dtype {}",
-            dtype_name(&a)
-        )));
-    }
-    let i = a
-        .call_method1("astype", ("int64",))?
-        .cast_into::<PyArrayDyn<i64>>()?;
-    Ok(read(&i))
+    contiguous(obj, "int64")
 }
 
 fn not_numbers(name: &str, got: &str) -> PyErr {
@@ -110,6 +129,10 @@ fn not_numbers(name: &str, got: &str) -> PyErr {
 /// # Errors
 /// `ValueError` naming `name`, the index and the value.
 pub fn check_finite(values: &[f32], name: &str) -> PyResult<()> {
+    // A branch-free pass first (it vectorises); the offender is looked for only if any.
+    if values.iter().fold(true, |ok, v| ok & v.is_finite()) {
+        return Ok(());
+    }
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(i) => Err(PyValueError::new_err(format!(

@@ -58,11 +58,11 @@ fn actions(obj: &Bound<'_, PyAny>, space: &Space, n: usize, batched: bool) -> Py
     };
     match space {
         Space::Discrete(d) => {
-            let a: Values<i64> = ints(obj, "actions")?;
+            let a: Values<'_, i64> = ints(obj, "actions")?;
             if a.shape != want(&[]) {
                 return Err(shape_error(&a.shape, &want(&[])));
             }
-            a.data
+            a.data()
                 .iter()
                 .map(|&x| {
                     usize::try_from(x)
@@ -83,7 +83,7 @@ fn actions(obj: &Bound<'_, PyAny>, space: &Space, n: usize, batched: bool) -> Py
             if a.shape != want(&[b.dim()]) {
                 return Err(shape_error(&a.shape, &want(&[b.dim()])));
             }
-            Ok(Actions::Continuous(a.data))
+            Ok(Actions::Continuous(a.data().to_vec()))
         }
     }
 }

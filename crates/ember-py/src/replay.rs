@@ -43,13 +43,13 @@ struct Inner {
     writer: EpisodeWriter,
 }
 
-/// The rows of one `add` call, checked and flattened.
-struct Rows {
+/// The rows of one `add` call, checked; the float columns read in place.
+struct Rows<'py> {
     n: usize,
-    obs: Vec<f32>,
-    next_obs: Vec<f32>,
-    action: Vec<f32>,
-    reward: Vec<f32>,
+    obs: Values<'py, f32>,
+    next_obs: Values<'py, f32>,
+    action: Values<'py, f32>,
+    reward: Values<'py, f32>,
     terminated: Vec<bool>,
     truncated: Vec<bool>,
 }
@@ -104,7 +104,7 @@ impl PyReplay {
 
     /// The number of rows `obs` holds: 1 for one observation of `obs_shape`, `B` for
     /// `(B, *obs_shape)`.
-    fn rows_of(&self, obs: &Values<f32>, name: &str) -> PyResult<(usize, bool)> {
+    fn rows_of(&self, obs: &Values<'_, f32>, name: &str) -> PyResult<(usize, bool)> {
         if obs.shape == self.obs_shape {
             Ok((1, false))
         } else if obs.shape.len() == self.obs_shape.len() + 1
@@ -127,7 +127,7 @@ impl PyReplay {
     /// Checks that `v` has the shape `per_row` for each of `n` rows (`batched`) or for
     /// one row.
     fn check_shape(
-        v: &Values<impl Copy>,
+        v: &Values<'_, impl numpy::Element>,
         n: usize,
         batched: bool,
         per_row: &[usize],
@@ -149,10 +149,24 @@ impl PyReplay {
         }
     }
 
-    fn flags(obj: &Bound<'_, PyAny>, n: usize, batched: bool, name: &str) -> PyResult<Vec<bool>> {
+    fn flags(
+        obj: Option<&Bound<'_, PyAny>>,
+        n: usize,
+        batched: bool,
+        name: &str,
+    ) -> PyResult<Vec<bool>> {
+        let Some(obj) = obj else {
+            return Ok(vec![false; n]);
+        };
+        // Boolean arrays are read as they are; numbers must be 0 or 1.
+        if let Ok(b) = obj.cast::<numpy::PyArrayDyn<bool>>() {
+            let v = crate::arrays::contiguous::<bool>(b.as_any(), "bool")?;
+            Self::check_shape(&v, n, batched, &[], name)?;
+            return Ok(v.data().to_vec());
+        }
         let v = floats(obj, name)?;
         Self::check_shape(&v, n, batched, &[], name)?;
-        v.data
+        v.data()
             .iter()
             .map(|&x| match x {
                 0.0 => Ok(false),
@@ -165,16 +179,16 @@ impl PyReplay {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn rows(
+    fn rows<'py>(
         &self,
-        obs: &Bound<'_, PyAny>,
-        action: &Bound<'_, PyAny>,
-        reward: &Bound<'_, PyAny>,
-        next_obs: &Bound<'_, PyAny>,
-        terminated: &Bound<'_, PyAny>,
-        truncated: &Bound<'_, PyAny>,
+        obs: &Bound<'py, PyAny>,
+        action: &Bound<'py, PyAny>,
+        reward: &Bound<'py, PyAny>,
+        next_obs: &Bound<'py, PyAny>,
+        terminated: &Bound<'py, PyAny>,
+        truncated: Option<&Bound<'py, PyAny>>,
         envs: usize,
-    ) -> PyResult<Rows> {
+    ) -> PyResult<Rows<'py>> {
         let o = floats(obs, "obs")?;
         let (n, batched) = self.rows_of(&o, "obs")?;
         let no = floats(next_obs, "next_obs")?;
@@ -183,7 +197,7 @@ impl PyReplay {
         Self::check_shape(&a, n, batched, &self.action_shape, "action")?;
         let r = floats(reward, "reward")?;
         Self::check_shape(&r, n, batched, &[], "reward")?;
-        let terminated = Self::flags(terminated, n, batched, "terminated")?;
+        let terminated = Self::flags(Some(terminated), n, batched, "terminated")?;
         let truncated = Self::flags(truncated, n, batched, "truncated")?;
         if !n.is_multiple_of(envs) {
             return Err(PyValueError::new_err(format!(
@@ -192,19 +206,19 @@ impl PyReplay {
             )));
         }
         for (values, name) in [
-            (&o.data, "obs"),
-            (&no.data, "next_obs"),
-            (&a.data, "action"),
-            (&r.data, "reward"),
+            (&o, "obs"),
+            (&no, "next_obs"),
+            (&a, "action"),
+            (&r, "reward"),
         ] {
-            check_finite(values, name)?;
+            check_finite(values.data(), name)?;
         }
         Ok(Rows {
             n,
-            obs: o.data,
-            next_obs: no.data,
-            action: a.data,
-            reward: r.data,
+            obs: o,
+            next_obs: no,
+            action: a,
+            reward: r,
             terminated,
             truncated,
         })
@@ -281,31 +295,27 @@ impl PyReplay {
         truncated: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, numpy::PyArrayDyn<i64>>> {
         let envs = self.lock().writer.envs();
-        let truncated_default;
-        let truncated = match truncated {
-            Some(t) => t,
-            None => {
-                // No row truncated: zeros shaped like `terminated`.
-                truncated_default = py
-                    .import("numpy")?
-                    .call_method1("zeros_like", (terminated,))?;
-                &truncated_default
-            }
-        };
         let rows = self.rows(obs, action, reward, next_obs, terminated, truncated, envs)?;
         let (o, a) = (self.obs_dim(), self.act_dim().max(1));
+        let (obs, next_obs, action, reward) = (
+            rows.obs.data(),
+            rows.next_obs.data(),
+            rows.action.data(),
+            rows.reward.data(),
+        );
+        let (n, terminated, truncated) = (rows.n, &rows.terminated, &rows.truncated);
         let slots = py.detach(|| -> ember_core::Result<Vec<i64>> {
             let mut guard = self.lock();
             let Inner { buffer, writer } = &mut *guard;
             let (head, pushes) = (buffer.storage().head(), writer.pushes());
-            for r in 0..rows.n {
+            for r in 0..n {
                 let t = Transition {
-                    obs: &rows.obs[r * o..(r + 1) * o],
-                    action: &rows.action[r * a..(r + 1) * a],
-                    reward: rows.reward[r],
-                    next_obs: &rows.next_obs[r * o..(r + 1) * o],
-                    terminated: rows.terminated[r],
-                    truncated: rows.truncated[r],
+                    obs: &obs[r * o..(r + 1) * o],
+                    action: &action[r * a..(r + 1) * a],
+                    reward: reward[r],
+                    next_obs: &next_obs[r * o..(r + 1) * o],
+                    terminated: terminated[r],
+                    truncated: truncated[r],
                 };
                 writer.push(r % envs, &t, buffer)?;
             }
@@ -422,7 +432,7 @@ impl PyReplay {
         self.needs("scores", "return_weighted")?;
         let idx = ints(indices, "indices")?;
         let g = self.lock();
-        let slots = check_indices(&idx.data, g.buffer.len(), "indices")?;
+        let slots = check_indices(idx.data(), g.buffer.len(), "indices")?;
         let AnySampler::ReturnWeighted(s) = g.buffer.sampler() else {
             unreachable!("checked above")
         };
@@ -622,10 +632,10 @@ impl PyReplay {
                 shape_str(&idx.shape)
             )));
         }
-        check_finite(&v.data, name)?;
+        check_finite(v.data(), name)?;
         let len = self.lock().buffer.len();
-        let slots = check_indices(&idx.data, len, "indices")?;
-        Ok((slots, v.data))
+        let slots = check_indices(idx.data(), len, "indices")?;
+        Ok((slots, v.data().to_vec()))
     }
 }
 

@@ -162,6 +162,17 @@ impl RingStorage {
         for ((spec, _), x) in self.extras.iter().zip(extras) {
             Error::check_len(&spec.name, spec.width, x.len())?;
         }
+        // One branch-free pass over each column (it vectorises); the offender is looked
+        // for only when there is one.
+        let finite = |xs: &[f32]| xs.iter().fold(true, |ok, v| ok & v.is_finite());
+        let all_finite = finite(t.obs)
+            && finite(t.next_obs)
+            && finite(t.action)
+            && t.reward.is_finite()
+            && extras.iter().all(|x| finite(x));
+        if all_finite {
+            return Ok(());
+        }
         let cols: [(&str, &[f32]); 4] = [
             ("obs", t.obs),
             ("next_obs", t.next_obs),
