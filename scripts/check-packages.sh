@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Packages every library crate of the workspace (not the labs, nor the front crate `ember`,
+# Packages every library crate of the workspace (not the labs, nor the Python wheel's crate
+# `ember-py`, nor the front crate `ember`,
 # whose examples and benches need the whole workspace) as crates.io would receive it, and
 # checks that each builds from its package alone: the packages are unpacked into a scratch
 # workspace whose only link between them is their version requirements (patched to the
@@ -16,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 rm -rf "$TARGET/package"
-cargo package --workspace --exclude ember-labs --exclude ember --no-verify --locked --allow-dirty -q
+cargo package --workspace --exclude ember-labs --exclude ember --exclude ember-py --no-verify --locked --allow-dirty -q
 SCRATCH="$TARGET/package-check"
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
