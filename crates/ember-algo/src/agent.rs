@@ -97,3 +97,16 @@ pub trait PolicyWeights {
     /// then unchanged.
     fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()>;
 }
+
+/// A learner whose greedy policy leaves Ember as an ONNX model ([`ember_nn::OnnxGraph`]):
+/// input `obs`, float32 `[batch, obs_dim]`; output `action`, float32 `[batch, act_dim]`
+/// (a `Box` action space) or int64 `[batch]` (a `Discrete` one). DQN adds `q_values`.
+pub trait OnnxPolicy {
+    /// The encoded ONNX model of the deterministic policy ([`Agent::act`] without
+    /// exploration), to float tolerance.
+    ///
+    /// # Errors
+    /// A policy the export does not cover ([`ember_core::Error::Unavailable`]), or
+    /// non-finite weights.
+    fn onnx_policy(&self) -> Result<Vec<u8>>;
+}

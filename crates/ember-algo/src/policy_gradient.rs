@@ -439,6 +439,17 @@ fn shuffle(order: &mut [usize], rng: &mut EmberRng) {
     }
 }
 
+impl crate::agent::OnnxPolicy for PolicyGradient {
+    /// Not covered yet: PPO, A2C and REINFORCE policies (their heads and observation
+    /// statistics) are the next step.
+    fn onnx_policy(&self) -> Result<Vec<u8>> {
+        Err(Error::Unavailable {
+            what: "ONNX export of PPO, A2C and REINFORCE policies".into(),
+            hint: "export covers SAC, TD3 and DQN in this version".into(),
+        })
+    }
+}
+
 impl Agent for PolicyGradient {
     fn obs_dim(&self) -> usize {
         self.obs_dim

@@ -325,6 +325,17 @@ impl Sac {
     }
 }
 
+impl crate::agent::OnnxPolicy for Sac {
+    /// `action = scale · tanh(μ(obs)) + bias` from the actor.
+    fn onnx_policy(&self) -> Result<Vec<u8>> {
+        let mut g = ember_nn::OnnxGraph::new("sac_actor");
+        let obs = g.input("obs", self.obs_dim);
+        let action = self.actor.deterministic_onnx(&mut g, &obs)?;
+        g.output(&action, "action", Some(self.actor.act_dim));
+        Ok(g.to_bytes("ember sac"))
+    }
+}
+
 impl Agent for Sac {
     fn obs_dim(&self) -> usize {
         self.obs_dim

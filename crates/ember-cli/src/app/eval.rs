@@ -100,7 +100,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
 }
 
 /// Loads the last checkpoint's training state, or the best weights; returns the folder.
-fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<PathBuf> {
+pub(super) fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<PathBuf> {
     if best {
         let dir = run.join(BEST);
         if existing_dir(&dir).is_none() {

@@ -106,6 +106,20 @@ impl AnyLearner {
         }
     }
 
+    /// Its greedy policy as an encoded ONNX model.
+    ///
+    /// # Errors
+    /// An algorithm the export does not cover, or non-finite weights.
+    pub fn onnx_policy(&self) -> ember_core::Result<Vec<u8>> {
+        use ember_algo::OnnxPolicy;
+        match self {
+            AnyLearner::Sac(l) => l.onnx_policy(),
+            AnyLearner::Td3(l) => l.onnx_policy(),
+            AnyLearner::Dqn(l) => l.onnx_policy(),
+            AnyLearner::PolicyGradient(l) => l.onnx_policy(),
+        }
+    }
+
     /// Its weight checkpoints.
     pub fn checkpoint(&mut self) -> &mut dyn Checkpoint {
         match self {

@@ -11,6 +11,7 @@ mod bench_grpc;
 mod cluster_cmd;
 mod cluster_security;
 mod eval;
+pub mod export;
 mod figure;
 mod learners;
 mod plot_cmd;
@@ -43,6 +44,9 @@ enum Command {
     Train(TrainArgs),
     /// Evaluate a run's policy on fresh episodes (and render one to a GIF).
     Eval(EvalCmd),
+    /// Write a run's greedy policy as an ONNX model (SAC and TD3: the actor; DQN: the
+    /// Q-network and its argmax).
+    Export(ExportCmd),
     /// Draw the learning curves of runs into one PNG; runs of one config over several seeds
     /// become a mean with a 95% interval, with a summary over the seeds.
     Plot(PlotCmd),
@@ -156,6 +160,19 @@ struct EvalCmd {
 }
 
 #[derive(Args, Debug)]
+struct ExportCmd {
+    /// The run folder.
+    run: PathBuf,
+    /// The ONNX file to write (input `obs`, float32 [batch, obs_dim]; output `action`).
+    #[arg(long, value_name = "FILE")]
+    onnx: PathBuf,
+    /// Export the weights of the best evaluation during training instead of the last
+    /// checkpoint's.
+    #[arg(long)]
+    best: bool,
+}
+
+#[derive(Args, Debug)]
 struct PlotCmd {
     /// Run folders.
     #[arg(required = true)]
@@ -243,6 +260,16 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
             if let Some(gif) = &args.gif {
                 println!("first episode rendered to {}", gif.display());
             }
+            Ok(())
+        }
+        Command::Export(args) => {
+            let bytes = export::export_onnx(&args.run, args.best, &args.onnx)?;
+            println!(
+                "wrote {} ({bytes} bytes): the {} policy of {}",
+                args.onnx.display(),
+                if args.best { "best" } else { "last" },
+                args.run.display()
+            );
             Ok(())
         }
         Command::Plot(args) => {

@@ -1,0 +1,191 @@
+//! `ember export RUN --onnx FILE`: the exported SAC and TD3 actors and DQN Q-network give
+//! Ember's own greedy actions in onnxruntime (tests/onnx_check.py) on 1,000 observations.
+//!
+//! The interpreter is `$EMBER_PY_PYTHON` with `onnxruntime` (scripts/setup-python.sh makes
+//! one). Without it the test fails under CI (`$CI` set) and is skipped with a note
+//! otherwise.
+
+use ember_algo::ActionBuf;
+use ember_cli::app::export::RunPolicy;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+const ROWS: usize = 1000;
+
+fn python() -> Option<String> {
+    match std::env::var("EMBER_PY_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "set EMBER_PY_PYTHON to a python with onnxruntime (scripts/setup-python.sh)"
+            );
+            eprintln!(
+                "note: EMBER_PY_PYTHON is unset; skipping the onnxruntime check \
+                 (scripts/setup-python.sh makes one)"
+            );
+            None
+        }
+    }
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ember-onnx-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ember(args: &[&str], cwd: &Path) -> std::process::Output {
+    Command::new(EMBER)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// A short run of `algo` with small networks, trained into `dir/run`.
+fn train(algo: &str, env: &str, hidden: &str, dir: &Path) -> PathBuf {
+    let hidden = format!("{algo}.hidden={hidden}");
+    let out = ember(
+        &[
+            "train",
+            algo,
+            "--env",
+            env,
+            "--steps",
+            "600",
+            "--set",
+            &hidden,
+            "--set",
+            "off_policy.batch_size=32",
+            "--set",
+            "off_policy.learning_starts=200",
+            "--set",
+            "off_policy.eval_episodes=1",
+            "--eval-every",
+            "600",
+            "--seed",
+            "3",
+            "--quiet",
+            "--out",
+            "run",
+        ],
+        dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("run")
+}
+
+fn f32_file(path: &Path, values: &[f32]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Exports `run` with the command, acts on `ROWS` observations with Ember and with
+/// onnxruntime; returns the checker's figure.
+fn compare(python: &str, run: &Path, dir: &Path, scale: f32) -> (String, f64) {
+    let model = dir.join("policy.onnx");
+    let out = ember(
+        &[
+            "export",
+            run.to_str().unwrap(),
+            "--onnx",
+            model.to_str().unwrap(),
+        ],
+        dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wrote"));
+    let mut policy = RunPolicy::load(run, false).unwrap();
+    let d = policy.obs_dim();
+    // Observations spread over ±scale (a fixed, simple generator: no dependency).
+    let obs: Vec<f32> = (0..ROWS * d)
+        .map(|i| ((i as f32 * 0.754_877_7).fract() * 2.0 - 1.0) * scale)
+        .collect();
+    let (ours, kind) = match policy.act(&obs).unwrap() {
+        ActionBuf::Continuous(a) => (a, "continuous"),
+        ActionBuf::Discrete(a) => (a.iter().map(|&i| i as f32).collect(), "discrete"),
+    };
+    let (obs_file, act_file) = (dir.join("obs.bin"), dir.join("actions.bin"));
+    f32_file(&obs_file, &obs);
+    f32_file(&act_file, &ours);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_check.py");
+    let out = Command::new(python)
+        .args([&script, &model, &obs_file, &act_file])
+        .arg(d.to_string())
+        .arg(kind)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    assert!(
+        out.status.success(),
+        "{} failed:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8(out.stdout).unwrap();
+    let (name, value) = line.trim().split_once(' ').unwrap();
+    (name.to_string(), value.parse().unwrap())
+}
+
+#[test]
+fn exported_policies_act_as_ember_does_in_onnxruntime() {
+    let Some(python) = python() else { return };
+    for (algo, env, hidden, scale) in [
+        ("sac", "Pendulum-v1", "[32, 32]", 3.0),
+        ("td3", "Pendulum-v1", "[32, 32]", 3.0),
+        ("dqn", "CartPole-v1", "[32]", 2.0),
+    ] {
+        let dir = temp(algo);
+        let run = train(algo, env, hidden, &dir);
+        let (figure, value) = compare(&python, &run, &dir, scale);
+        eprintln!("{algo} {env}: {figure} {value} over {ROWS} observations");
+        match figure.as_str() {
+            "max_abs_diff" => assert!(value <= 1e-4, "{algo}: actions differ by {value}"),
+            _ => assert_eq!(value, 0.0, "{algo}: {value} greedy actions differ"),
+        }
+    }
+}
+
+#[test]
+fn what_cannot_be_exported_is_refused_in_one_line() {
+    let dir = temp("refused");
+    let out = ember(
+        &[
+            "train",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--steps",
+            "512",
+            "--quiet",
+            "--out",
+            "run",
+        ],
+        &dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ember(&["export", "run", "--onnx", "p.onnx"], &dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("PPO") && err.lines().count() <= 2,
+        "{err}"
+    );
+    assert!(!dir.join("p.onnx").exists());
+    let out = ember(&["export", "nothing-here", "--onnx", "p.onnx"], &dir);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing-here"));
+}
