@@ -98,15 +98,39 @@ pub trait PolicyWeights {
     fn load_policy_weights(&mut self, weights: &[f32]) -> Result<()>;
 }
 
+/// One output of an exported policy: the graph value, its output name, and its width
+/// (`None`: int64 `[batch]`, e.g. discrete actions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnnxOutput {
+    /// The value in the graph.
+    pub value: String,
+    /// The output's name (`action`, `q_values`).
+    pub name: &'static str,
+    /// float32 `[batch, width]`, or int64 `[batch]` when `None`.
+    pub width: Option<usize>,
+}
+
 /// A learner whose greedy policy leaves Ember as an ONNX model ([`ember_nn::OnnxGraph`]):
 /// input `obs`, float32 `[batch, obs_dim]`; output `action`, float32 `[batch, act_dim]`
 /// (a `Box` action space) or int64 `[batch]` (a `Discrete` one). DQN adds `q_values`.
-pub trait OnnxPolicy {
-    /// The encoded ONNX model of the deterministic policy ([`Agent::act`] without
-    /// exploration), to float tolerance.
+pub trait OnnxPolicy: Agent {
+    /// Appends the deterministic policy ([`Agent::act`] without exploration, to float
+    /// tolerance) applied to the observations `obs` to `g`; returns the outputs.
     ///
     /// # Errors
-    /// A policy the export does not cover ([`ember_core::Error::Unavailable`]), or
-    /// non-finite weights.
-    fn onnx_policy(&self) -> Result<Vec<u8>>;
+    /// Non-finite weights.
+    fn onnx_outputs(&self, g: &mut ember_nn::OnnxGraph, obs: &str) -> Result<Vec<OnnxOutput>>;
+
+    /// The encoded model: input `obs`, then [`OnnxPolicy::onnx_outputs`].
+    ///
+    /// # Errors
+    /// Non-finite weights.
+    fn onnx_policy(&self) -> Result<Vec<u8>> {
+        let mut g = ember_nn::OnnxGraph::new("ember_policy");
+        let obs = g.input("obs", self.obs_dim());
+        for o in self.onnx_outputs(&mut g, &obs)? {
+            g.output(&o.value, o.name, o.width);
+        }
+        Ok(g.to_bytes("ember"))
+    }
 }

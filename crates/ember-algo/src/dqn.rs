@@ -240,14 +240,25 @@ impl Dqn {
 
 impl crate::agent::OnnxPolicy for Dqn {
     /// `q_values = Q(obs)` and the greedy `action = argmax q_values`.
-    fn onnx_policy(&self) -> Result<Vec<u8>> {
-        let mut g = ember_nn::OnnxGraph::new("dqn_q_network");
-        let obs = g.input("obs", self.obs_dim);
-        let q = self.q.net.to_onnx(&mut g, &obs, "q")?;
+    fn onnx_outputs(
+        &self,
+        g: &mut ember_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let q = self.q.net.to_onnx(g, obs, "q")?;
         let action = g.argmax(&q);
-        g.output(&action, "action", None);
-        g.output(&q, "q_values", Some(self.actions));
-        Ok(g.to_bytes("ember dqn"))
+        Ok(vec![
+            crate::agent::OnnxOutput {
+                value: action,
+                name: "action",
+                width: None,
+            },
+            crate::agent::OnnxOutput {
+                value: q,
+                name: "q_values",
+                width: Some(self.actions),
+            },
+        ])
     }
 }
 

@@ -97,7 +97,7 @@ pub mod training_state;
 
 pub use a2c::A2cConfig;
 pub use acting::ActingCopy;
-pub use agent::{ActionBuf, Agent, OnnxPolicy, PolicyWeights, stored_action_dim};
+pub use agent::{ActionBuf, Agent, OnnxOutput, OnnxPolicy, PolicyWeights, stored_action_dim};
 pub use checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointInfo, load_checkpoint, save_checkpoint,
 };

@@ -440,13 +440,25 @@ fn shuffle(order: &mut [usize], rng: &mut EmberRng) {
 }
 
 impl crate::agent::OnnxPolicy for PolicyGradient {
-    /// Not covered yet: PPO, A2C and REINFORCE policies (their heads and observation
-    /// statistics) are the next step.
-    fn onnx_policy(&self) -> Result<Vec<u8>> {
-        Err(Error::Unavailable {
-            what: "ONNX export of PPO, A2C and REINFORCE policies".into(),
-            hint: "export covers SAC, TD3 and DQN in this version".into(),
-        })
+    /// The most likely action of a categorical head; the mean of a Gaussian or gSDE head
+    /// clipped to the action box; `scale · tanh(μ) + bias` of a tanh head. Observation
+    /// statistics, when the run normalised observations, are the caller's to put first.
+    fn onnx_outputs(
+        &self,
+        g: &mut ember_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let net = self.acting.module();
+        let greedy = net.greedy_onnx(g, obs)?;
+        let (value, width) = match &self.action_box {
+            None => (greedy, None),
+            Some(b) => (g.clamp_columns(&greedy, b.low(), b.high())?, Some(b.dim())),
+        };
+        Ok(vec![crate::agent::OnnxOutput {
+            value,
+            name: "action",
+            width,
+        }])
     }
 }
 

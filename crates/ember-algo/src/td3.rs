@@ -401,14 +401,19 @@ impl Td3View<'_> {
 
 impl crate::agent::OnnxPolicy for Td3 {
     /// `action = scale · tanh(actor(obs)) + bias`.
-    fn onnx_policy(&self) -> Result<Vec<u8>> {
-        let mut g = ember_nn::OnnxGraph::new("td3_actor");
-        let obs = g.input("obs", self.obs_dim);
-        let out = self.actor.to_onnx(&mut g, &obs, "actor")?;
+    fn onnx_outputs(
+        &self,
+        g: &mut ember_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let out = self.actor.to_onnx(g, obs, "actor")?;
         let unit = g.op("Tanh", &[&out], vec![]);
         let action = g.affine(&unit, &self.scale, &self.bias)?;
-        g.output(&action, "action", Some(self.act_dim));
-        Ok(g.to_bytes("ember td3"))
+        Ok(vec![crate::agent::OnnxOutput {
+            value: action,
+            name: "action",
+            width: Some(self.act_dim),
+        }])
     }
 }
 

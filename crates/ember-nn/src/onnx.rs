@@ -3,7 +3,7 @@
 //! [`Mlp`] and of the policies' deterministic actions.
 //!
 //! Models are ONNX IR version 8 with the default operator set 17 (`Gemm`, `Relu`, `Tanh`,
-//! `LayerNormalization`, `Slice`, `Clip`, `Mul`, `Add`, `ArgMax`), readable by onnxruntime
+//! `LayerNormalization`, `Slice`, `Clip`, `Sub`, `Mul`, `Add`, `Max`, `Min`, `ArgMax`), readable by onnxruntime
 //! 1.13 and later. Inputs are `[batch, width]` float32 with a symbolic `batch`.
 //!
 //! ```
@@ -377,6 +377,39 @@ impl OnnxGraph {
         Ok(self.op("Clip", &[x, &lo, &hi], vec![]))
     }
 
+    /// `min(max(x, low), high)` per column (infinite bounds clamp nothing).
+    ///
+    /// # Errors
+    /// NaN bounds, or bounds of different lengths.
+    pub fn clamp_columns(&mut self, x: &str, low: &[f32], high: &[f32]) -> Result<String> {
+        Error::check_len("high bounds", low.len(), high.len())?;
+        let finite =
+            |v: &[f32]| -> Vec<f32> { v.iter().map(|b| b.clamp(f32::MIN, f32::MAX)).collect() };
+        let lo = self.constant("low", &[low.len()], &finite(low))?;
+        let hi = self.constant("high", &[high.len()], &finite(high))?;
+        let y = self.op("Max", &[x, &lo], vec![]);
+        Ok(self.op("Min", &[&y, &hi], vec![]))
+    }
+
+    /// `clip((x − mean) · inv_std, ±clip)` per column: an observation normaliser.
+    ///
+    /// # Errors
+    /// Non-finite statistics, or statistics of different lengths.
+    pub fn normalize(
+        &mut self,
+        x: &str,
+        mean: &[f32],
+        inv_std: &[f32],
+        clip: f32,
+    ) -> Result<String> {
+        Error::check_len("inv_std", mean.len(), inv_std.len())?;
+        let m = self.constant("obs_mean", &[mean.len()], mean)?;
+        let s = self.constant("obs_inv_std", &[inv_std.len()], inv_std)?;
+        let centred = self.op("Sub", &[x, &m], vec![]);
+        let z = self.op("Mul", &[&centred, &s], vec![]);
+        self.clip(&z, -clip, clip)
+    }
+
     /// The index of the largest column of each row (int64 `[batch]`).
     pub fn argmax(&mut self, x: &str) -> String {
         self.op(
@@ -485,6 +518,36 @@ impl GaussianTanhPolicy {
         };
         let unit = g.op("Tanh", &[&mean], vec![]);
         g.affine(&unit, &self.scale, &self.bias)
+    }
+}
+
+impl crate::ActorCriticNet {
+    /// Appends the greedy policy applied to `x`: the most likely action (int64 `[batch]`) of
+    /// a categorical head, the mean of a Gaussian or gSDE head (unclipped: the caller clips
+    /// it to the action box), `scale · tanh(μ) + bias` of a tanh head; returns its name.
+    ///
+    /// # Errors
+    /// Non-finite weights.
+    pub fn greedy_onnx(&self, g: &mut OnnxGraph, x: &str) -> Result<String> {
+        let features = match &self.trunk {
+            Some(t) => {
+                let out = t.to_onnx(g, x, "trunk")?;
+                match self.activation {
+                    crate::Activation::Relu => g.op("Relu", &[&out], vec![]),
+                    crate::Activation::Tanh => g.op("Tanh", &[&out], vec![]),
+                }
+            }
+            None => x.to_string(),
+        };
+        let out = self.policy.to_onnx(g, &features, "policy")?;
+        Ok(match &self.head {
+            crate::PolicyHead::Categorical { .. } => g.argmax(&out),
+            crate::PolicyHead::Gaussian { .. } | crate::PolicyHead::GaussianSde { .. } => out,
+            crate::PolicyHead::TanhGaussian { .. } => {
+                let unit = g.op("Tanh", &[&out], vec![]);
+                g.affine(&unit, &self.scale, &self.bias)?
+            }
+        })
     }
 }
 

@@ -327,12 +327,17 @@ impl Sac {
 
 impl crate::agent::OnnxPolicy for Sac {
     /// `action = scale · tanh(μ(obs)) + bias` from the actor.
-    fn onnx_policy(&self) -> Result<Vec<u8>> {
-        let mut g = ember_nn::OnnxGraph::new("sac_actor");
-        let obs = g.input("obs", self.obs_dim);
-        let action = self.actor.deterministic_onnx(&mut g, &obs)?;
-        g.output(&action, "action", Some(self.actor.act_dim));
-        Ok(g.to_bytes("ember sac"))
+    fn onnx_outputs(
+        &self,
+        g: &mut ember_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let action = self.actor.deterministic_onnx(g, obs)?;
+        Ok(vec![crate::agent::OnnxOutput {
+            value: action,
+            name: "action",
+            width: Some(self.actor.act_dim),
+        }])
     }
 }
 

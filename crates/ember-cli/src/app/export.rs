@@ -1,12 +1,15 @@
-//! `ember export`: a run's greedy policy out of Ember, as an ONNX model (SAC's and TD3's
-//! actor, DQN's Q-network with its argmax).
+//! `ember export`: a run's greedy policy out of Ember, as an ONNX model: SAC's and TD3's
+//! actor, DQN's Q-network with its argmax, PPO's, A2C's and REINFORCE's policy head (with
+//! the run's observation statistics first when it normalised observations).
 
 use super::eval::load_weights;
 use super::learners::{AnyLearner, devices};
 use super::run_dir::load_config;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use ember_algo::ActionBuf;
 use ember_core::Space;
+use ember_env::ObsNormalizer;
+use ember_nn::OnnxGraph;
 use std::path::Path;
 
 /// A run's policy, loaded as `ember eval` loads it.
@@ -14,6 +17,7 @@ pub struct RunPolicy {
     learner: AnyLearner,
     obs_dim: usize,
     action_space: Space,
+    normalizer: Option<(ObsNormalizer, f64, f64)>,
 }
 
 impl RunPolicy {
@@ -24,18 +28,6 @@ impl RunPolicy {
     /// A folder without a config or weights, or weights of another architecture.
     pub fn load(run: &Path, best: bool) -> Result<Self> {
         let config = load_config(run)?;
-        if config
-            .on_policy
-            .as_ref()
-            .and_then(|c| c.normalize.as_ref())
-            .is_some_and(|n| n.observations)
-        {
-            bail!(
-                "{} learned on normalised observations: exporting its observation statistics \
-                 is not supported yet",
-                run.display()
-            );
-        }
         let env = ember_env::make(&config.env)?;
         let mut learner = AnyLearner::build(
             &config,
@@ -43,11 +35,27 @@ impl RunPolicy {
             env.action_space(),
             &devices(&config.device)?,
         )?;
-        load_weights(&mut learner, run, best)?;
+        let from = load_weights(&mut learner, run, best)?;
+        let obs_dim = env.observation_space().flat_dim();
+        // A policy that learned on normalised observations acts through the statistics
+        // saved beside its weights (as `ember eval` does).
+        let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
+        let normalizer = match normalize.filter(|n| n.observations) {
+            Some(nc) => {
+                let n = ObsNormalizer::new(obs_dim, nc.clip_obs, nc.epsilon);
+                let path = from.join(ember_env::OBS_NORMALIZER_FILE);
+                n.load_file(&path).with_context(|| {
+                    format!("cannot load the observation statistics {}", path.display())
+                })?;
+                Some((n, nc.clip_obs, nc.epsilon))
+            }
+            None => None,
+        };
         Ok(RunPolicy {
             learner,
-            obs_dim: env.observation_space().flat_dim(),
+            obs_dim,
             action_space: env.action_space().clone(),
+            normalizer,
         })
     }
 
@@ -62,7 +70,11 @@ impl RunPolicy {
     /// Observations of the wrong width.
     pub fn act(&mut self, obs: &[f32]) -> Result<ActionBuf> {
         let mut out = ActionBuf::for_space(&self.action_space);
-        self.learner.agent().act(obs, false, &mut out)?;
+        let mut obs = obs.to_vec();
+        if let Some((n, _, _)) = &self.normalizer {
+            n.normalize(&mut obs);
+        }
+        self.learner.agent().act(&obs, false, &mut out)?;
         Ok(out)
     }
 
@@ -70,9 +82,26 @@ impl RunPolicy {
     /// for DQN).
     ///
     /// # Errors
-    /// An algorithm the export does not cover (PPO, A2C, REINFORCE), or non-finite weights.
+    /// Non-finite weights or statistics.
     pub fn onnx(&self) -> Result<Vec<u8>> {
-        Ok(self.learner.onnx_policy()?)
+        let policy = self.learner.onnx();
+        let Some((n, clip, eps)) = &self.normalizer else {
+            return Ok(policy.onnx_policy()?);
+        };
+        let mut g = OnnxGraph::new("ember_policy");
+        let obs = g.input("obs", self.obs_dim);
+        let stats = n.statistics();
+        let mean: Vec<f32> = stats.mean().iter().map(|&m| m as f32).collect();
+        let inv_std: Vec<f32> = stats
+            .var()
+            .iter()
+            .map(|&v| (1.0 / (v + eps).sqrt()) as f32)
+            .collect();
+        let normalized = g.normalize(&obs, &mean, &inv_std, *clip as f32)?;
+        for o in policy.onnx_outputs(&mut g, &normalized)? {
+            g.output(&o.value, o.name, o.width);
+        }
+        Ok(g.to_bytes("ember"))
     }
 }
 

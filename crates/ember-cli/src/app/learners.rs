@@ -106,17 +106,13 @@ impl AnyLearner {
         }
     }
 
-    /// Its greedy policy as an encoded ONNX model.
-    ///
-    /// # Errors
-    /// An algorithm the export does not cover, or non-finite weights.
-    pub fn onnx_policy(&self) -> ember_core::Result<Vec<u8>> {
-        use ember_algo::OnnxPolicy;
+    /// Its greedy policy, for export as ONNX.
+    pub fn onnx(&self) -> &dyn ember_algo::OnnxPolicy {
         match self {
-            AnyLearner::Sac(l) => l.onnx_policy(),
-            AnyLearner::Td3(l) => l.onnx_policy(),
-            AnyLearner::Dqn(l) => l.onnx_policy(),
-            AnyLearner::PolicyGradient(l) => l.onnx_policy(),
+            AnyLearner::Sac(l) => l.as_ref(),
+            AnyLearner::Td3(l) => l.as_ref(),
+            AnyLearner::Dqn(l) => l.as_ref(),
+            AnyLearner::PolicyGradient(l) => l.as_ref(),
         }
     }
 

@@ -45,7 +45,8 @@ enum Command {
     /// Evaluate a run's policy on fresh episodes (and render one to a GIF).
     Eval(EvalCmd),
     /// Write a run's greedy policy as an ONNX model (SAC and TD3: the actor; DQN: the
-    /// Q-network and its argmax).
+    /// Q-network and its argmax; PPO, A2C, REINFORCE: the policy head, with the run's
+    /// observation statistics when it normalised observations).
     Export(ExportCmd),
     /// Draw the learning curves of runs into one PNG; runs of one config over several seeds
     /// become a mean with a 95% interval, with a summary over the seeds.
