@@ -37,6 +37,23 @@ fn space_dict<'py>(py: Python<'py>, space: &Space) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
+/// An environment's spaces, read once when it is built.
+struct Spaces {
+    obs_dim: usize,
+    observation: Space,
+    action: Space,
+}
+
+impl Spaces {
+    fn of(observation: &Space, action: &Space) -> Self {
+        Spaces {
+            obs_dim: observation.flat_dim(),
+            observation: observation.clone(),
+            action: action.clone(),
+        }
+    }
+}
+
 /// Actions from Python for `n` sub-environments (`batched`) or one environment.
 enum Actions {
     Discrete(Vec<usize>),
@@ -95,9 +112,7 @@ pub struct PyVecEnv {
     inner: Mutex<ThreadedVecEnv>,
     id: String,
     num_envs: usize,
-    obs_dim: usize,
-    observation_space: Space,
-    action_space: Space,
+    spaces: Spaces,
 }
 
 impl PyVecEnv {
@@ -120,15 +135,12 @@ impl PyVecEnv {
         let envs = py
             .detach(|| ThreadedVecEnv::from_id(env_id, workers, num_envs / workers))
             .py()?;
-        let observation_space = envs.single_observation_space().clone();
-        let action_space = envs.single_action_space().clone();
+        let spaces = Spaces::of(envs.single_observation_space(), envs.single_action_space());
         Ok(PyVecEnv {
             inner: Mutex::new(envs),
             id: env_id.to_string(),
             num_envs,
-            obs_dim: observation_space.flat_dim(),
-            observation_space,
-            action_space,
+            spaces,
         })
     }
 
@@ -143,7 +155,7 @@ impl PyVecEnv {
         let obs = py
             .detach(|| self.lock().reset(seed).map(|o| o.to_vec()))
             .py()?;
-        to_numpy(py, obs, &[self.num_envs, self.obs_dim])
+        to_numpy(py, obs, &[self.num_envs, self.spaces.obs_dim])
     }
 
     /// Steps every sub-environment: returns `(obs, rewards, terminated, truncated)`, NumPy
@@ -159,7 +171,7 @@ impl PyVecEnv {
         Bound<'py, PyArrayDyn<bool>>,
         Bound<'py, PyArrayDyn<bool>>,
     )> {
-        let a = actions(actions_in, &self.action_space, self.num_envs, true)?;
+        let a = actions(actions_in, &self.spaces.action, self.num_envs, true)?;
         let (obs, rewards, terminated, truncated) = py
             .detach(|| {
                 let mut envs = self.lock();
@@ -177,7 +189,7 @@ impl PyVecEnv {
             .py()?;
         let n = self.num_envs;
         Ok((
-            to_numpy(py, obs, &[n, self.obs_dim])?,
+            to_numpy(py, obs, &[n, self.spaces.obs_dim])?,
             to_numpy(py, rewards, &[n])?,
             to_numpy(py, terminated, &[n])?,
             to_numpy(py, truncated, &[n])?,
@@ -187,13 +199,13 @@ impl PyVecEnv {
     /// The observation space of one sub-environment, as a dict (see `ember/gym.py`).
     #[getter]
     fn single_observation_space<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        space_dict(py, &self.observation_space)
+        space_dict(py, &self.spaces.observation)
     }
 
     /// The action space of one sub-environment, as a dict.
     #[getter]
     fn single_action_space<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        space_dict(py, &self.action_space)
+        space_dict(py, &self.spaces.action)
     }
 
     /// Number of sub-environments.
@@ -214,9 +226,7 @@ impl PyVecEnv {
 pub struct PyEnv {
     inner: Mutex<Box<dyn Env>>,
     id: String,
-    obs_dim: usize,
-    observation_space: Space,
-    action_space: Space,
+    spaces: Spaces,
 }
 
 impl PyEnv {
@@ -231,14 +241,11 @@ impl PyEnv {
     #[new]
     fn new(env_id: &str) -> PyResult<Self> {
         let env = ember_env::make(env_id).py()?;
-        let observation_space = env.observation_space().clone();
-        let action_space = env.action_space().clone();
+        let spaces = Spaces::of(env.observation_space(), env.action_space());
         Ok(PyEnv {
             inner: Mutex::new(env),
             id: env_id.to_string(),
-            obs_dim: observation_space.flat_dim(),
-            observation_space,
-            action_space,
+            spaces,
         })
     }
 
@@ -250,7 +257,7 @@ impl PyEnv {
         seed: Option<u64>,
     ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
         let obs = py.detach(|| self.lock().reset(seed)).py()?;
-        to_numpy(py, obs, &[self.obs_dim])
+        to_numpy(py, obs, &[self.spaces.obs_dim])
     }
 
     /// One step: `(obs, reward, terminated, truncated)`.
@@ -260,7 +267,7 @@ impl PyEnv {
         py: Python<'py>,
         action: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyArrayDyn<f32>>, f64, bool, bool)> {
-        let a = actions(action, &self.action_space, 1, false)?;
+        let a = actions(action, &self.spaces.action, 1, false)?;
         let step = py
             .detach(|| {
                 let mut env = self.lock();
@@ -271,7 +278,7 @@ impl PyEnv {
             })
             .py()?;
         Ok((
-            to_numpy(py, step.obs, &[self.obs_dim])?,
+            to_numpy(py, step.obs, &[self.spaces.obs_dim])?,
             step.reward,
             step.terminated,
             step.truncated,
@@ -281,13 +288,13 @@ impl PyEnv {
     /// The observation space, as a dict (see `ember/gym.py`).
     #[getter]
     fn observation_space<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        space_dict(py, &self.observation_space)
+        space_dict(py, &self.spaces.observation)
     }
 
     /// The action space, as a dict.
     #[getter]
     fn action_space<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        space_dict(py, &self.action_space)
+        space_dict(py, &self.spaces.action)
     }
 
     /// The registered id.
