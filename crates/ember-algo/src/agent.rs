@@ -126,9 +126,23 @@ pub trait OnnxPolicy: Agent {
     /// # Errors
     /// Non-finite weights.
     fn onnx_policy(&self) -> Result<Vec<u8>> {
+        self.onnx_policy_after(&mut |_, obs| Ok(obs.to_string()))
+    }
+
+    /// The encoded model with `prelude` between the input `obs` and the policy (e.g. a
+    /// run's observation statistics): `prelude` appends its nodes and returns the value the
+    /// policy reads.
+    ///
+    /// # Errors
+    /// What `prelude` returns, or non-finite weights.
+    fn onnx_policy_after(
+        &self,
+        prelude: &mut dyn FnMut(&mut ember_nn::OnnxGraph, &str) -> Result<String>,
+    ) -> Result<Vec<u8>> {
         let mut g = ember_nn::OnnxGraph::new("ember_policy");
         let obs = g.input("obs", self.obs_dim());
-        for o in self.onnx_outputs(&mut g, &obs)? {
+        let x = prelude(&mut g, &obs)?;
+        for o in self.onnx_outputs(&mut g, &x)? {
             g.output(&o.value, o.name, o.width);
         }
         Ok(g.to_bytes("ember"))

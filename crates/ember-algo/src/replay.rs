@@ -6,7 +6,7 @@
 
 use crate::config::{Validate, check_positive, check_range};
 use ember_core::{Error, Result};
-use ember_replay::{AnySampler, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Uniform};
+use ember_replay::{AnySampler, ReplayBuffer, RingStorage};
 use serde::{Deserialize, Serialize};
 
 pub use ember_replay::DISCOUNT_COLUMN;
@@ -116,15 +116,13 @@ impl ReplayConfig {
     ) -> Result<ReplayBuffer<AnySampler>> {
         self.validate()?;
         let storage = RingStorage::for_n_step(self.capacity, obs_dim, act_dim, self.n_step)?;
-        let sampler: AnySampler = match self.kind {
-            ReplayKind::Uniform => Uniform::new(self.capacity, true).into(),
-            ReplayKind::Prioritized => {
-                let mut p = Prioritized::new(self.capacity, self.alpha, self.beta)?;
-                p.set_eps(self.eps)?;
-                p.into()
-            }
-            ReplayKind::ReturnWeighted => ReturnWeighted::new(self.capacity).into(),
-        };
+        let sampler = AnySampler::named(
+            self.kind.as_str(),
+            self.capacity,
+            self.alpha,
+            self.beta,
+            self.eps,
+        )?;
         ReplayBuffer::new(storage, sampler, seed)
     }
 }

@@ -28,7 +28,7 @@ pub mod state;
 pub mod transition;
 
 pub use env::{Action, Env, Step, StepInfo};
-pub use error::{Error, Result};
+pub use error::{Error, Result, all_finite};
 pub use rng::EmberRng;
 pub use space::{BoxSpace, Discrete, Space};
 pub use transition::{Batch, Transition};

@@ -129,8 +129,7 @@ fn not_numbers(name: &str, got: &str) -> PyErr {
 /// # Errors
 /// `ValueError` naming `name`, the index and the value.
 pub fn check_finite(values: &[f32], name: &str) -> PyResult<()> {
-    // A branch-free pass first (it vectorises); the offender is looked for only if any.
-    if values.iter().fold(true, |ok, v| ok & v.is_finite()) {
+    if ember_core::all_finite(values) {
         return Ok(());
     }
     match values.iter().position(|v| !v.is_finite()) {

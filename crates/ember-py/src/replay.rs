@@ -12,10 +12,7 @@ use crate::arrays::{
 use crate::errors::IntoPy;
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Batch, Transition};
-use ember_replay::{
-    AnySampler, EpisodeWriter, Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler,
-    Uniform,
-};
+use ember_replay::{AnySampler, EpisodeWriter, ReplayBuffer, RingStorage, Sampler};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -58,6 +55,7 @@ fn product(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// [`AnySampler::named`], with Python's wording of an unknown name.
 fn sampler_for(
     kind: &str,
     capacity: usize,
@@ -65,19 +63,13 @@ fn sampler_for(
     beta: f64,
     eps: f64,
 ) -> PyResult<AnySampler> {
-    Ok(match kind {
-        "uniform" => Uniform::new(capacity, true).into(),
-        "prioritized" => {
-            let mut p = Prioritized::new(capacity, alpha, beta).py()?;
-            p.set_eps(eps).py()?;
-            p.into()
+    AnySampler::named(kind, capacity, alpha, beta, eps).map_err(|e| match e {
+        ember_core::Error::InvalidArgument { name, .. } if name == "sampler" => {
+            PyValueError::new_err(format!(
+                "sampler must be \"uniform\", \"prioritized\" or \"return_weighted\", got {kind:?}"
+            ))
         }
-        "return_weighted" => ReturnWeighted::new(capacity).into(),
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "sampler must be \"uniform\", \"prioritized\" or \"return_weighted\", got {other:?}"
-            )));
-        }
+        e => crate::errors::to_py(e),
     })
 }
 
@@ -98,6 +90,7 @@ impl PyReplay {
         product(&self.obs_shape)
     }
 
+    /// Values per action (1 for a scalar action: the product of no dimensions).
     fn act_dim(&self) -> usize {
         product(&self.action_shape)
     }
@@ -252,15 +245,15 @@ impl PyReplay {
             return Err(PyValueError::new_err("num_envs must be at least 1"));
         }
         let obs_shape = shape_arg(obs_shape, "obs_shape")?;
+        // `()` (or no shape): one number per action, e.g. a discrete index.
         let action_shape = match action_shape {
             None => Vec::new(),
-            Some(s) if s.extract::<Vec<usize>>().is_ok_and(|v| v.is_empty()) => Vec::new(),
             Some(s) => shape_arg(s, "action_shape")?,
         };
         let storage = RingStorage::for_n_step(
             capacity,
             product(&obs_shape),
-            product(&action_shape).max(1),
+            product(&action_shape),
             n_step,
         )
         .py()?;
@@ -296,7 +289,7 @@ impl PyReplay {
     ) -> PyResult<Bound<'py, numpy::PyArrayDyn<i64>>> {
         let envs = self.lock().writer.envs();
         let rows = self.rows(obs, action, reward, next_obs, terminated, truncated, envs)?;
-        let (o, a) = (self.obs_dim(), self.act_dim().max(1));
+        let (o, a) = (self.obs_dim(), self.act_dim());
         let (obs, next_obs, action, reward) = (
             rows.obs.data(),
             rows.next_obs.data(),
@@ -451,7 +444,7 @@ impl PyReplay {
             AnySampler::Prioritized(p) => Ok(p.beta()),
             other => Err(PyValueError::new_err(format!(
                 "beta belongs to prioritized replay; this buffer's sampler is {:?}",
-                kind(other)
+                other.kind()
             ))),
         }
     }
@@ -462,7 +455,7 @@ impl PyReplay {
             AnySampler::Prioritized(p) => p.set_beta(beta).py(),
             other => Err(PyValueError::new_err(format!(
                 "beta belongs to prioritized replay; this buffer's sampler is {:?}",
-                kind(other)
+                other.kind()
             ))),
         }
     }
@@ -493,7 +486,7 @@ impl PyReplay {
     /// `"uniform"`, `"prioritized"` or `"return_weighted"`.
     #[getter]
     fn sampler(&self) -> &'static str {
-        kind(self.lock().buffer.sampler())
+        self.lock().buffer.sampler().kind()
     }
 
     /// Steps per stored transition.
@@ -515,7 +508,7 @@ impl PyReplay {
             g.buffer.storage().capacity(),
             shape_str(&self.obs_shape),
             shape_str(&self.action_shape),
-            kind(g.buffer.sampler()),
+            g.buffer.sampler().kind(),
             self.n_step,
             g.writer.envs(),
             g.buffer.len()
@@ -590,7 +583,7 @@ impl PyReplay {
             };
             let (obs_shape, action_shape, n_step, gamma, envs, len, head) = read(&mut r).py()?;
             let s = buffer.storage();
-            if product(&obs_shape) != s.obs_dim() || product(&action_shape).max(1) != s.act_dim() || len != s.len() || head != s.head() {
+            if product(&obs_shape) != s.obs_dim() || product(&action_shape) != s.act_dim() || len != s.len() || head != s.head() {
                 return Err(PyValueError::new_err(format!(
                     "{what} does not belong to {}: they come from different saves (shapes {} and {}, {len} transitions, against {} and {} in the buffer file)",
                     path.display(), shape_str(&obs_shape), shape_str(&action_shape), s.obs_dim(), s.len()
@@ -607,7 +600,7 @@ impl PyReplay {
 impl PyReplay {
     /// Errors unless this buffer's sampler is `sampler` (what `method` needs).
     fn needs(&self, method: &str, sampler: &str) -> PyResult<()> {
-        let have = kind(self.lock().buffer.sampler());
+        let have = self.lock().buffer.sampler().kind();
         if have == sampler {
             Ok(())
         } else {
@@ -637,8 +630,4 @@ impl PyReplay {
         let slots = check_indices(idx.data(), len, "indices")?;
         Ok((slots, v.data().to_vec()))
     }
-}
-
-fn kind(s: &AnySampler) -> &'static str {
-    s.kind()
 }

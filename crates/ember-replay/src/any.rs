@@ -4,7 +4,7 @@
 use crate::codec::{Decoder, Encoder};
 use crate::sampler::Sampler;
 use crate::{Prioritized, ReturnWeighted, Uniform};
-use ember_core::{EmberRng, Result};
+use ember_core::{EmberRng, Error, Result};
 
 /// A uniform, prioritized or return-weighted sampler behind one type.
 #[derive(Clone, Debug)]
@@ -47,6 +47,32 @@ macro_rules! each {
 }
 
 impl AnySampler {
+    /// The sampler a config names for `capacity` slots: `uniform` (with replacement),
+    /// `prioritized` (exponents `alpha` and `beta`, `eps` added to every priority) or
+    /// `return_weighted`; `alpha`, `beta` and `eps` matter to `prioritized` only.
+    ///
+    /// # Errors
+    /// Another name ([`Error::InvalidArgument`] named `sampler`), or `alpha`, `beta` or
+    /// `eps` out of range.
+    pub fn named(kind: &str, capacity: usize, alpha: f64, beta: f64, eps: f64) -> Result<Self> {
+        Ok(match kind {
+            Uniform::KIND => Uniform::new(capacity, true).into(),
+            Prioritized::KIND => {
+                let mut p = Prioritized::new(capacity, alpha, beta)?;
+                p.set_eps(eps)?;
+                p.into()
+            }
+            ReturnWeighted::KIND => ReturnWeighted::new(capacity).into(),
+            other => {
+                return Err(Error::invalid(
+                    "sampler",
+                    other,
+                    "uniform, prioritized or return_weighted",
+                ));
+            }
+        })
+    }
+
     /// The inner sampler's [`Sampler::KIND`].
     pub fn kind(&self) -> &'static str {
         match self {

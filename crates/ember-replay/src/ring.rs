@@ -162,15 +162,15 @@ impl RingStorage {
         for ((spec, _), x) in self.extras.iter().zip(extras) {
             Error::check_len(&spec.name, spec.width, x.len())?;
         }
-        // One branch-free pass over each column (it vectorises); the offender is looked
-        // for only when there is one.
-        let finite = |xs: &[f32]| xs.iter().fold(true, |ok, v| ok & v.is_finite());
-        let all_finite = finite(t.obs)
+        // One branch-free pass over each column; the offender is looked for only when
+        // there is one.
+        let finite = ember_core::all_finite;
+        if finite(t.obs)
             && finite(t.next_obs)
             && finite(t.action)
             && t.reward.is_finite()
-            && extras.iter().all(|x| finite(x));
-        if all_finite {
+            && extras.iter().all(|x| finite(x))
+        {
             return Ok(());
         }
         let cols: [(&str, &[f32]); 4] = [

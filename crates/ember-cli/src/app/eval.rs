@@ -56,24 +56,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         &devices(&device)?,
     )?;
     let from = load_weights(&mut learner, &args.run, args.best)?;
-    // An agent that learned on normalised observations acts through the statistics saved
-    // beside its weights.
-    let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
-    let normalizer = match normalize.filter(|n| n.observations) {
-        Some(nc) => {
-            let n = ember_env::ObsNormalizer::new(
-                env.observation_space().flat_dim(),
-                nc.clip_obs,
-                nc.epsilon,
-            );
-            let path = from.join(ember_env::OBS_NORMALIZER_FILE);
-            n.load_file(&path).with_context(|| {
-                format!("cannot load the observation statistics {}", path.display())
-            })?;
-            Some(n)
-        }
-        None => None,
-    };
+    let normalizer = obs_normalizer(&config, &from, env.observation_space().flat_dim())?;
     let agent = learner.agent();
     let mut returns = Vec::with_capacity(args.episodes);
     for i in 0..args.episodes {
@@ -97,6 +80,24 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         }
     }
     Ok(returns)
+}
+
+/// The observation statistics saved beside a run's weights in `from`, when the run learned
+/// on normalised observations: its policy acts through them.
+pub(super) fn obs_normalizer(
+    config: &super::run_config::RunConfig,
+    from: &Path,
+    obs_dim: usize,
+) -> Result<Option<ember_env::ObsNormalizer>> {
+    let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
+    let Some(nc) = normalize.filter(|n| n.observations) else {
+        return Ok(None);
+    };
+    let n = ember_env::ObsNormalizer::new(obs_dim, nc.clip_obs, nc.epsilon);
+    let path = from.join(ember_env::OBS_NORMALIZER_FILE);
+    n.load_file(&path)
+        .with_context(|| format!("cannot load the observation statistics {}", path.display()))?;
+    Ok(Some(n))
 }
 
 /// Loads the last checkpoint's training state, or the best weights; returns the folder.

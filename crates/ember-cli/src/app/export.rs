@@ -2,7 +2,7 @@
 //! actor, DQN's Q-network with its argmax, PPO's, A2C's and REINFORCE's policy head (with
 //! the run's observation statistics first when it normalised observations).
 
-use super::eval::load_weights;
+use super::eval::{load_weights, obs_normalizer};
 use super::learners::{AnyLearner, devices};
 use super::run_dir::load_config;
 use anyhow::{Context, Result};
@@ -17,7 +17,7 @@ pub struct RunPolicy {
     learner: AnyLearner,
     obs_dim: usize,
     action_space: Space,
-    normalizer: Option<(ObsNormalizer, f64, f64)>,
+    normalizer: Option<ObsNormalizer>,
 }
 
 impl RunPolicy {
@@ -37,20 +37,7 @@ impl RunPolicy {
         )?;
         let from = load_weights(&mut learner, run, best)?;
         let obs_dim = env.observation_space().flat_dim();
-        // A policy that learned on normalised observations acts through the statistics
-        // saved beside its weights (as `ember eval` does).
-        let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
-        let normalizer = match normalize.filter(|n| n.observations) {
-            Some(nc) => {
-                let n = ObsNormalizer::new(obs_dim, nc.clip_obs, nc.epsilon);
-                let path = from.join(ember_env::OBS_NORMALIZER_FILE);
-                n.load_file(&path).with_context(|| {
-                    format!("cannot load the observation statistics {}", path.display())
-                })?;
-                Some((n, nc.clip_obs, nc.epsilon))
-            }
-            None => None,
-        };
+        let normalizer = obs_normalizer(&config, &from, obs_dim)?;
         Ok(RunPolicy {
             learner,
             obs_dim,
@@ -71,7 +58,7 @@ impl RunPolicy {
     pub fn act(&mut self, obs: &[f32]) -> Result<ActionBuf> {
         let mut out = ActionBuf::for_space(&self.action_space);
         let mut obs = obs.to_vec();
-        if let Some((n, _, _)) = &self.normalizer {
+        if let Some(n) = &self.normalizer {
             n.normalize(&mut obs);
         }
         self.learner.agent().act(&obs, false, &mut out)?;
@@ -85,23 +72,21 @@ impl RunPolicy {
     /// Non-finite weights or statistics.
     pub fn onnx(&self) -> Result<Vec<u8>> {
         let policy = self.learner.onnx();
-        let Some((n, clip, eps)) = &self.normalizer else {
+        let Some(n) = &self.normalizer else {
             return Ok(policy.onnx_policy()?);
         };
-        let mut g = OnnxGraph::new("ember_policy");
-        let obs = g.input("obs", self.obs_dim);
         let stats = n.statistics();
         let mean: Vec<f32> = stats.mean().iter().map(|&m| m as f32).collect();
         let inv_std: Vec<f32> = stats
             .var()
             .iter()
-            .map(|&v| (1.0 / (v + eps).sqrt()) as f32)
+            .map(|&v| (1.0 / (v + n.epsilon()).sqrt()) as f32)
             .collect();
-        let normalized = g.normalize(&obs, &mean, &inv_std, *clip as f32)?;
-        for o in policy.onnx_outputs(&mut g, &normalized)? {
-            g.output(&o.value, o.name, o.width);
-        }
-        Ok(g.to_bytes("ember"))
+        Ok(
+            policy.onnx_policy_after(&mut |g: &mut OnnxGraph, obs: &str| {
+                g.normalize(obs, &mean, &inv_std, n.clip() as f32)
+            })?,
+        )
     }
 }
 

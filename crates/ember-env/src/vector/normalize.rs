@@ -184,6 +184,16 @@ impl ObsNormalizer {
         self.read().stats.mean.len()
     }
 
+    /// The clip applied to normalised observations (`±clip`).
+    pub fn clip(&self) -> f64 {
+        self.read().clip
+    }
+
+    /// The `ε` added to the variance before its square root.
+    pub fn epsilon(&self) -> f64 {
+        self.read().epsilon
+    }
+
     /// A copy of the statistics now.
     pub fn statistics(&self) -> BatchMeanVar {
         self.read().stats.clone()
