@@ -11,7 +11,9 @@
 //!   [`gemm_stats`] counting the GEMM library's share of a run.
 //! - Fused differentiable operations: [`relu`] (in place on flex), [`bias_relu`] (a hidden
 //!   layer's bias and ReLU in one pass), [`tanh`] (the vectorised kernel, with its own
-//!   backward pass).
+//!   backward pass), [`tanh_gaussian`] (a policy's reparameterised tanh-Gaussian sample and
+//!   its log-probability as one op), [`ensemble_min`] (clipped double-Q's minimum over an
+//!   ensemble's last layers, its backward pass only through each row's smallest member).
 //! - [`host_math`]: `ln`, `sin`/`cos`, `exp` and `tanh` as straight-line code that
 //!   vectorises, for sampling on the host.
 //! - Host buffers: [`unshared`], [`lerp`], [`remap`], [`with_host_values`]: optimizer steps and
@@ -36,6 +38,7 @@
 
 mod activation;
 mod bias;
+mod ensemble_min;
 pub mod gemm_stats;
 pub mod helping;
 mod host;
@@ -44,6 +47,7 @@ pub mod kernels;
 mod matmul;
 pub mod parts;
 mod product;
+mod tanh_gaussian;
 #[cfg(feature = "flex")]
 mod thin;
 pub mod worker;
@@ -52,6 +56,12 @@ pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use bias::{HostBiasRelu, bias_relu};
 pub use ember_core::denormals;
 use ember_core::{Error, Result};
+pub use ensemble_min::{
+    EnsembleMinGrad, HostEnsembleMin, ensemble_min, ensemble_min_hidden_grad, ensemble_min_rows,
+};
 pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared, with_host_values};
 pub use matmul::{HostMatmul, matmul};
 pub use product::{HostMatrix, host_product};
+pub use tanh_gaussian::{
+    HostTanhGaussian, TanhGaussian, tanh_gaussian, tanh_gaussian_backward_rows, tanh_gaussian_rows,
+};

@@ -87,11 +87,18 @@ impl CriticEnsemble {
 
     /// Every critic's value `[E, batch, 1]` for the concatenated input `[batch, obs + act]`.
     pub fn forward_input(&self, x: Tensor<2>) -> Tensor<3> {
+        self.layers_from(x, self.weights.len())
+    }
+
+    /// The input `[batch, obs + act]` through the first `layers` layers of every critic:
+    /// `[E, batch, width]`.
+    fn layers_from(&self, x: Tensor<2>, layers: usize) -> Tensor<3> {
         let e = self.members();
         let [b, d] = x.dims();
         let mut h = x.reshape([1, b, d]).expand([e, b, d]);
         let last = self.weights.len() - 1;
-        for (i, (w, bias)) in self.weights.iter().zip(&self.biases).enumerate() {
+        let layers = self.weights.iter().zip(&self.biases).take(layers);
+        for (i, (w, bias)) in layers.enumerate() {
             let product = ember_kernels::matmul(h, w.val());
             h = match self.activation {
                 // Bias and ReLU in one pass over the product.
@@ -108,11 +115,13 @@ impl CriticEnsemble {
         self.forward_input(Tensor::cat(vec![obs, act], 1))
     }
 
-    /// The smallest of the E values `[batch, 1]` (clipped double-Q).
+    /// The smallest of the E values `[batch, 1]` (clipped double-Q): the last layer and the
+    /// minimum as one op whose backward pass goes only through each row's smallest critic
+    /// ([`ember_kernels::ensemble_min`]).
     pub fn min_q(&self, obs: Tensor<2>, act: Tensor<2>) -> Tensor<2> {
-        let q = self.forward(obs, act);
-        let [_, b, _] = q.dims();
-        q.min_dim(0).reshape([b, 1])
+        let last = self.weights.len() - 1;
+        let h = self.layers_from(Tensor::cat(vec![obs, act], 1), last);
+        ember_kernels::ensemble_min(h, self.weights[last].val(), self.biases[last].val())
     }
 
     /// Critic `e` as a separate [`ContinuousQ`] with the same weight values (for checks and

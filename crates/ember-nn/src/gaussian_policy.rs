@@ -2,7 +2,7 @@
 
 use crate::mlp::{Activation, Mlp, MlpConfig};
 use burn::module::{Module, Param};
-use burn::tensor::activation::{softplus, tanh};
+use burn::tensor::activation::tanh;
 use burn::tensor::{Device, Tensor, TensorData};
 use ember_core::{Error, Result};
 
@@ -352,16 +352,14 @@ impl GaussianTanhPolicy {
                 .sub_scalar(scale_log);
             return (self.squash(tanh(u)), log_prob);
         }
-        let (mean, log_std) = self.forward(obs);
-        let u = mean + log_std.clone().exp() * noise.clone();
-        let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
-        let gauss = (noise.clone() * noise).mul_scalar(-0.5) - log_std - half_log_2pi;
-        let log_det = (u.clone().neg().add_scalar(std::f64::consts::LN_2)
-            - softplus(u.clone().mul_scalar(-2.0), 1.0))
-        .mul_scalar(2.0);
+        // The head's `[μ, log σ]` to the action and its log-probability in one op.
         let scale_log: f64 = self.scale.iter().map(|&s| (s as f64).ln()).sum();
-        let log_prob = (gauss - log_det).sum_dim(1).sub_scalar(scale_log);
-        (self.squash(tanh(u)), log_prob)
+        let params = ember_kernels::TanhGaussian {
+            log_std_bounds: self.log_std_bounds,
+            log_prob_offset: scale_log as f32,
+        };
+        let (action, log_prob) = ember_kernels::tanh_gaussian(self.net.forward(obs), noise, params);
+        (self.squash(action), log_prob)
     }
 
     /// `log π(a|s)` `[batch, 1]` of given actions `[batch, act_dim]` inside the box (the

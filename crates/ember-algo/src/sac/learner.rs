@@ -2,8 +2,7 @@
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
 use super::balance::NextValuesBalance;
-use super::host::HostUpdate;
-use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, HostInputs, Inputs, NextValues};
+use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
 use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
@@ -62,9 +61,6 @@ pub struct Sac {
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
     acting_undo: Option<(GaussianTanhPolicy, u64)>,
-    /// The actor half's host buffers where the host paths apply (flex, the plain policy,
-    /// ReLU networks): then every update also carries its batch on the host for them.
-    host_update: Option<HostUpdate>,
     progress: Progress,
 }
 
@@ -109,7 +105,6 @@ impl Sac {
         let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
         let frozen = frozen_copy(&acting, &devices.act);
         let mut rng = EmberRng::seed_from(config.seed);
-        let host_update = HostUpdate::applies(&actor, &critic, &plain).then(HostUpdate::default);
         Ok(Sac {
             obs_dim,
             act_dim,
@@ -130,7 +125,6 @@ impl Sac {
             parts: config.update_schedule.parts("ember-sac"),
             balance: NextValuesBalance::default(),
             acting_undo: None,
-            host_update,
             progress: Progress::default(),
             learn,
             plain,
@@ -181,21 +175,6 @@ impl Sac {
             weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
             noise_next: matrix(noise_next, rows, cols, &self.plain),
             noise_pi: matrix(noise_pi, rows, cols, &self.learn),
-            host: self.host_update.as_ref().map(|_| HostInputs {
-                obs: batch.obs.clone(),
-                action: batch.action.clone(),
-                reward: batch.reward.clone(),
-                terminated: batch.terminated.clone(),
-                discount: batch.discount.clone(),
-                weights: if batch.unweighted() {
-                    Vec::new()
-                } else {
-                    batch.weights.clone()
-                },
-                noise_pi: noise_pi.to_vec(),
-                next_obs: batch.next_obs.clone(),
-                noise_next: noise_next.to_vec(),
-            }),
         }
     }
 
@@ -228,7 +207,6 @@ impl Sac {
             alpha: self.alpha,
             target_entropy: self.target_entropy,
             step,
-            host: self.host_update.as_mut().map(|h| (h, &self.plain)),
         };
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
         let (acting, frozen_acting) = (&mut self.acting, &mut self.frozen);

@@ -2,10 +2,11 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update, run as two parts of `crate::parts`), `host` (on flex, both halves'
-//! losses and gradients and the next values on host buffers, without autodiff), `balance` (which thread
-//! computes the soft target's next values), `learner` (the [`Sac`]
-//! learner: state, acting, checkpoints, the trait glue).
+//! (the two halves of one update, run as two parts of `crate::parts`), `balance` (which
+//! thread computes the soft target's next values), `learner` (the [`Sac`] learner: state,
+//! acting, checkpoints, the trait glue). The maths lives in `ember-nn` (the networks, the
+//! tanh-Gaussian sample) and `ember-loss` (the losses and targets); its fused operations
+//! (`ember_kernels`) serve every algorithm built on those modules.
 //!
 //! ## Update semantics
 //! One update uses the parameters from *before* the update everywhere — the original SAC's
@@ -33,7 +34,6 @@
 
 mod balance;
 mod config;
-mod host;
 mod learner;
 mod update;
 

@@ -4,17 +4,15 @@
 //! back stepped ones: nothing is taken out of the learner, so an error or a panic in either
 //! half leaves it as it was.
 
-use super::host::HostUpdate;
 use crate::optimizer::step_in_place;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Tensor;
 use ember_core::{Error, Result};
 use ember_loss::{
-    checked_loss, checked_value, ensemble_td_errors, sac_actor_loss, sac_critic_loss,
-    sac_critic_loss_weighted, sac_target, sac_target_discounted, sac_temperature_loss,
+    checked_loss, ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted,
+    sac_target, sac_target_discounted, sac_temperature_loss,
 };
 use ember_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
-use std::cell::RefCell;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
@@ -32,47 +30,6 @@ pub(super) struct Inputs {
     pub weights: Option<Tensor<2>>,
     pub noise_next: Tensor<2>,
     pub noise_pi: Tensor<2>,
-    /// The batch and the noise on the host, for the host paths ([`HostUpdate`]; `None`
-    /// where the learner does not take them).
-    pub host: Option<HostInputs>,
-}
-
-/// [`Inputs`] as the host paths read them ([`HostUpdate`]), row-major.
-#[derive(Clone, Default)]
-pub(super) struct HostInputs {
-    pub obs: Vec<f32>,
-    pub action: Vec<f32>,
-    pub reward: Vec<f32>,
-    pub terminated: Vec<f32>,
-    /// Per-row bootstrap discounts, or empty for the config's γ.
-    pub discount: Vec<f32>,
-    /// Importance weights, or empty when all are 1.
-    pub weights: Vec<f32>,
-    pub noise_pi: Vec<f32>,
-    pub next_obs: Vec<f32>,
-    pub noise_next: Vec<f32>,
-}
-
-impl HostInputs {
-    /// The soft TD targets `r + γ (1 − d) (min Q̄(s', a') − α log π(a'|s'))` (γ per row
-    /// with n-step discounts), in the order of the burn path's operations.
-    fn targets(&self, next_q: &[f32], next_log_prob: &[f32], alpha: f64, gamma: f64) -> Vec<f32> {
-        (0..self.reward.len())
-            .map(|r| {
-                let soft = next_q[r] - next_log_prob[r] * alpha as f32;
-                let bootstrap = (-self.terminated[r] + 1.0) * soft;
-                let discount = self.discount.get(r).copied().unwrap_or(gamma as f32);
-                self.reward[r] + bootstrap * discount
-            })
-            .collect()
-    }
-}
-
-thread_local! {
-    /// The buffers of the next values' host path, one set per thread that computes them.
-    static NEXT_VALUES: RefCell<HostUpdate> = RefCell::default();
-    /// The buffers of the critic half's host path, one set per thread that runs it.
-    static CRITIC_HALF: RefCell<HostUpdate> = RefCell::default();
 }
 
 /// Where the critic half gets the soft target's next values: the target critics' minimum
@@ -126,20 +83,6 @@ pub(super) fn next_values(
     to: usize,
 ) -> (Tensor<2>, Tensor<2>) {
     let rows = x.next_obs.dims()[0];
-    let device = x.next_obs.device();
-    if let Some(h) = &x.host
-        && HostUpdate::applies(actor, target, &device)
-    {
-        let (o, a) = (h.next_obs.len() / rows, h.noise_next.len() / rows);
-        let (obs, noise) = (
-            &h.next_obs[from * o..to * o],
-            &h.noise_next[from * a..to * a],
-        );
-        let (q, l) =
-            NEXT_VALUES.with_borrow_mut(|host| host.next_values(actor, target, obs, noise));
-        let column = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, [to - from, 1]), &device);
-        return (column(q), column(l));
-    }
     let (obs, noise) = if from == 0 && to == rows {
         (x.next_obs.clone(), x.noise_next.clone())
     } else {
@@ -225,12 +168,6 @@ impl CriticJob {
     /// loss, its gradients and the TD errors.
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
-        let device = x.next_obs.device();
-        if let Some(h) = &x.host
-            && HostUpdate::applies_to_critic(&self.critic, &device)
-        {
-            return CRITIC_HALF.with_borrow_mut(|host| self.host_grads(host, h, &device));
-        }
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
         let (next_q, next_log_prob) = match self.next.values(&self.target, x, self.step) {
             Ok(next) => next,
@@ -252,30 +189,6 @@ impl CriticJob {
         let value = checked_loss("critic loss", &loss, self.step);
         let grads = GradientsParams::from_grads(loss.backward(), &self.critic);
         (value, grads, td_errors)
-    }
-
-    /// [`CriticJob::grads`] on host buffers: the critics' forward pass, the next values
-    /// (the handed rows may arrive meanwhile), the targets, then the loss, the TD errors
-    /// and the gradients.
-    fn host_grads(
-        &self,
-        host: &mut HostUpdate,
-        h: &HostInputs,
-        device: &Device,
-    ) -> (Result<f64>, GradientsParams, Vec<f32>) {
-        let x = &self.x;
-        host.critic_forward_at(&self.critic, &h.obs, &h.action, h.reward.len());
-        let (next_q, next_log_prob) = match self.next.values(&self.target, x, self.step) {
-            Ok(next) => next,
-            Err(e) => return (Err(e), GradientsParams::new(), Vec::new()),
-        };
-        let (next_q, next_log_prob) = (
-            crate::tensors::host(next_q),
-            crate::tensors::host(next_log_prob),
-        );
-        let y = h.targets(&next_q, &next_log_prob, self.alpha, self.gamma);
-        let (loss, td, grads) = host.critic_grads(&self.critic, &y, &h.weights, device);
-        (checked_value("critic loss", loss, self.step), grads, td)
     }
 
     /// Steps the critic and moves the targets (both halves' losses are finite).
@@ -313,9 +226,6 @@ pub(super) struct ActorJob<'a> {
     pub alpha: f64,
     pub target_entropy: f64,
     pub step: u64,
-    /// The host path's buffers and the device its gradients go to, where it applies
-    /// ([`HostUpdate::applies`]; used when `x.host` is there too).
-    pub host: Option<(&'a mut HostUpdate, &'a Device)>,
 }
 
 /// What the actor half hands back: the stepped actor and temperature (when it is learnt)
@@ -337,29 +247,9 @@ pub(super) type ActorLosses = (
 );
 
 impl ActorJob<'_> {
-    /// The losses and gradients, on the host path where it applies, through burn's
-    /// autodiff otherwise.
+    /// The losses and gradients, through burn's autodiff.
     pub(super) fn losses_and_grads(&mut self) -> ActorLosses {
         let x = self.x;
-        if let (Some((host, device)), Some(h)) = (self.host.as_mut(), &x.host) {
-            let r = host.run(
-                self.actor,
-                self.frozen_critic,
-                self.temperature,
-                &h.obs,
-                &h.noise_pi,
-                self.alpha,
-                self.target_entropy,
-                device,
-            );
-            return (
-                checked_value("actor loss", r.actor_loss, self.step),
-                r.alpha_loss
-                    .map(|l| checked_value("temperature loss", l, self.step)),
-                r.actor_grads,
-                r.alpha_grads,
-            );
-        }
         let (action, log_prob) = self.actor.sample(x.obs.clone(), x.noise_pi.clone());
         let min_q = self.frozen_critic.min_q(x.obs.clone(), action);
         let actor_loss = sac_actor_loss(log_prob.clone(), min_q, self.alpha);
