@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the `ember-rl` wheel (crates/ember-py, maturin, release) into target/wheels, installs
-# it into the venv of scripts/setup-python.sh and runs its pytest suite. A failing or empty
+# it into the venv of scripts/setup-python.sh and runs its pytest suite (with EMBER_BIN, the
+# `ember` command its policy tests train runs with). A failing or empty
 # pytest run (exit 5: no test collected) fails this script.
 #
 # Usage: scripts/check-python.sh [pytest args...]
@@ -12,9 +13,21 @@ trap 'rm -f "$ENV_FILE"' EXIT
 . "$ENV_FILE"
 OUT="${CARGO_TARGET_DIR:-$ROOT/target}/wheels"
 rm -f "$OUT"/ember_rl-*.whl
+# With MuJoCo set up (scripts/setup-mujoco.sh exported MUJOCO_DYNAMIC_LINK_DIR), the wheel
+# carries the MuJoCo tasks and tests/test_mujoco.py must find them. The module then links
+# the MuJoCo library of that folder (an rpath): a wheel for this machine, not for PyPI.
+FEATURES=()
+if [ -n "${MUJOCO_DYNAMIC_LINK_DIR:-}" ]; then
+    FEATURES=(--features mujoco --auditwheel skip)
+    export EMBER_PY_MUJOCO=1
+fi
 "$EMBER_PY_PYTHON" -m maturin build --release --locked -m "$ROOT/crates/ember-py/Cargo.toml" \
-    -i "$EMBER_PY_PYTHON" -o "$OUT"
+    -i "$EMBER_PY_PYTHON" -o "$OUT" "${FEATURES[@]}"
 WHEEL="$(ls "$OUT"/ember_rl-*.whl)"
+# tests/test_policy.py trains runs with the `ember` command: the test profile's binary reuses
+# the workspace test build (scripts/check-install.sh builds the same).
+cargo build --manifest-path "$ROOT/Cargo.toml" --profile test --locked -p ember-cli --bin ember --quiet
+export EMBER_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ember"
 echo "== wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1))"
 "$EMBER_PY_PYTHON" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 cd "$ROOT/crates/ember-py"

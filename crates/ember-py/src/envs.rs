@@ -20,7 +20,7 @@ pub fn env_ids() -> Vec<String> {
 
 /// A space as a dict: `{"kind": "box", "low": array, "high": array}` or
 /// `{"kind": "discrete", "n": n}`.
-fn space_dict<'py>(py: Python<'py>, space: &Space) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn space_dict<'py>(py: Python<'py>, space: &Space) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match space {
         Space::Box(b) => {

@@ -8,6 +8,8 @@
 //!   while it works.
 //! - [`envs::PyVecEnv`] and [`envs::PyEnv`] (`ember.VecEnv`, `ember.Env`): Ember's
 //!   environments, which the Python package wraps as Gymnasium environments.
+//! - [`policy::load_policy`] (`ember.load_policy`): a trained run's policy acting on NumPy
+//!   observations, loaded as `ember eval` loads it.
 //!
 //! Errors reach Python as exceptions naming the argument: `ValueError` for a wrong shape,
 //! a NaN or an index out of range, `TypeError` for a wrong dtype, `OSError` for files.
@@ -17,6 +19,7 @@
 pub mod arrays;
 pub mod envs;
 pub mod errors;
+pub mod policy;
 pub mod replay;
 
 use pyo3::prelude::*;
@@ -28,6 +31,8 @@ fn _ember(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<envs::PyVecEnv>()?;
     m.add_class::<envs::PyEnv>()?;
     m.add_function(wrap_pyfunction!(envs::env_ids, m)?)?;
+    m.add_class::<policy::PyPolicy>()?;
+    m.add_function(wrap_pyfunction!(policy::load_policy, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

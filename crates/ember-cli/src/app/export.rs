@@ -12,9 +12,12 @@ use ember_env::ObsNormalizer;
 use ember_nn::OnnxGraph;
 use std::path::Path;
 
-/// A run's policy, loaded as `ember eval` loads it.
+/// A run's policy, loaded as `ember eval` loads it (`ember export` writes it as ONNX; the
+/// Python wheel's `ember.load_policy` acts with it).
 pub struct RunPolicy {
     learner: AnyLearner,
+    env_id: String,
+    algo: String,
     obs_dim: usize,
     action_space: Space,
     normalizer: Option<ObsNormalizer>,
@@ -40,6 +43,8 @@ impl RunPolicy {
         let normalizer = obs_normalizer(&config, &from, obs_dim)?;
         Ok(RunPolicy {
             learner,
+            env_id: config.env.clone(),
+            algo: config.algo.clone(),
             obs_dim,
             action_space: env.action_space().clone(),
             normalizer,
@@ -51,17 +56,42 @@ impl RunPolicy {
         self.obs_dim
     }
 
+    /// The environment id the run trained on.
+    pub fn env_id(&self) -> &str {
+        &self.env_id
+    }
+
+    /// The algorithm that trained it (`sac`, `dqn`, ...).
+    pub fn algo(&self) -> &str {
+        &self.algo
+    }
+
+    /// The action space the policy acts in.
+    pub fn action_space(&self) -> &Space {
+        &self.action_space
+    }
+
     /// The greedy actions for `rows × obs_dim` observations (what `ember eval` acts with).
     ///
     /// # Errors
     /// Observations of the wrong width.
     pub fn act(&mut self, obs: &[f32]) -> Result<ActionBuf> {
+        self.act_with(obs, false)
+    }
+
+    /// The actions for `rows × obs_dim` observations: greedy, or with `explore` the
+    /// behaviour policy the run trained with (sampled actions, ε-greedy), drawn from the
+    /// learner's generator as the checkpoint left it.
+    ///
+    /// # Errors
+    /// Observations of the wrong width.
+    pub fn act_with(&mut self, obs: &[f32], explore: bool) -> Result<ActionBuf> {
         let mut out = ActionBuf::for_space(&self.action_space);
         let mut obs = obs.to_vec();
         if let Some(n) = &self.normalizer {
             n.normalize(&mut obs);
         }
-        self.learner.agent().act(&obs, false, &mut out)?;
+        self.learner.agent().act(&obs, explore, &mut out)?;
         Ok(out)
     }
 

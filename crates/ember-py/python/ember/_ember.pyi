@@ -109,3 +109,31 @@ class Env:
     def action_space(self) -> dict[str, Any]: ...
     @property
     def env_id(self) -> str: ...
+
+def load_policy(run: Union[str, PathLike[str]], best: bool = False) -> Policy:
+    """The policy of a run folder that ``ember train`` wrote (its last checkpoint, or with
+    ``best`` its best evaluation's weights), loaded as ``ember eval`` loads it.
+
+    Raises ``FileNotFoundError`` for a missing folder and ``ValueError`` naming the problem
+    for a folder that is not a run, has no weights yet or holds weights that do not load.
+    """
+
+class Policy:
+    """A trained run's policy; ``act`` releases the GIL while it works."""
+
+    def act(
+        self, obs: ArrayLike, deterministic: bool = True
+    ) -> Union[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Actions for one observation ``(obs_dim,)`` or a batch ``(n, obs_dim)``: float32
+        ``(act_dim,)`` / ``(n, act_dim)`` for a Box action space, int64 ``()`` / ``(n,)`` for
+        a Discrete one. ``deterministic=False`` samples from the behaviour policy."""
+    @property
+    def obs_dim(self) -> int: ...
+    @property
+    def action_space(self) -> dict[str, Any]: ...
+    @property
+    def env_id(self) -> str: ...
+    @property
+    def algo(self) -> str: ...
+    @property
+    def run(self) -> PathLike[str]: ...

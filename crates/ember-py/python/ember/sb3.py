@@ -22,6 +22,9 @@ transition that does, so it is smaller.
     model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_class=ReturnWeightedReplayBuffer)
 """
 
+import os
+import tempfile
+
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.buffers import BaseBuffer, ReplayBuffer as _SB3ReplayBuffer
@@ -112,6 +115,28 @@ class EmberReplayBuffer(_SB3ReplayBuffer):
             None if discount is None else self.to_torch(discount.reshape(-1, 1)),
         )
 
+    def __getstate__(self):
+        # Pickled (SB3's save_replay_buffer) as Ember's replay files: storage, sampler state,
+        # generator, open episodes and n-step windows, so a loaded buffer draws on as this one.
+        state = self.__dict__.copy()
+        native = state.pop("ember")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "replay.bin")
+            native.save(path)
+            state["_ember_files"] = tuple(_read(p) for p in (path, path + ".episodes"))
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        files = state.pop("_ember_files")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "replay.bin")
+            for p, data in zip((path, path + ".episodes"), files):
+                with open(p, "wb") as f:
+                    f.write(data)
+            state["ember"] = _Native.load(path)
+        self.__dict__.update(state)
+
     def _get_samples(self, batch_inds, env=None):
         raise NotImplementedError("Ember's buffers draw their own indices: call sample()")
 
@@ -136,3 +161,8 @@ class PrioritizedReplayBuffer(EmberReplayBuffer):
     def update_priorities(self, indices, priorities):
         """Sets the priorities of sampled transitions (e.g. ``|TD error|``)."""
         self.ember.update_priorities(indices, priorities)
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
