@@ -6,6 +6,7 @@ installs the wheel into .venv-torch).
   .venv-torch/bin/python benches/reference/python_wheel.py envs     # vector envs vs Gymnasium
   .venv-envpool/bin/python benches/reference/python_wheel.py envpool
   .venv-torch/bin/python benches/reference/python_wheel.py sb3      # SB3 SAC with a 1M buffer
+  .venv-torch/bin/python benches/reference/python_wheel.py policy RUN  # load_policy vs onnxruntime
 """
 
 import sys
@@ -178,5 +179,23 @@ def sb3(steps=1500):
     print(f"return-weighted (ember) vs SB3's uniform buffer: {100 * (b / a - 1):+.1f}% time per env step")
 
 
+def policy(run):
+    """A run's greedy actions from Python: ``ember.load_policy`` against onnxruntime on the
+    model ``ember export RUN --onnx`` wrote (``RUN/policy.onnx``), one observation and 256."""
+    import onnxruntime as ort
+
+    import ember
+
+    pol = ember.load_policy(run)
+    session = ort.InferenceSession(f"{run}/policy.onnx", providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    for rows in [1, 256]:
+        obs = rng.uniform(-1, 1, size=(rows, pol.obs_dim)).astype(np.float32)
+        one = obs[0] if rows == 1 else obs
+        timed(f"ember.load_policy act, {rows} obs", lambda: pol.act(one), 2000, "ms per call")
+        timed(f"onnxruntime run, {rows} obs", lambda: session.run(["action"], {"obs": obs}), 2000, "ms per call")
+
+
 if __name__ == "__main__":
-    {"replay": replay, "envs": envs, "envpool": envpool, "sb3": sb3}[sys.argv[1]]()
+    parts = {"replay": replay, "envs": envs, "envpool": envpool, "sb3": sb3, "policy": policy}
+    parts[sys.argv[1]](*sys.argv[2:])
