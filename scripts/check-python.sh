@@ -25,8 +25,11 @@ fi
     -i "$EMBER_PY_PYTHON" -o "$OUT" "${FEATURES[@]}"
 WHEEL="$(ls "$OUT"/ember_rl-*.whl)"
 # tests/test_policy.py trains runs with the `ember` command: the test profile's binary reuses
-# the workspace test build (scripts/check-install.sh builds the same).
-cargo build --manifest-path "$ROOT/Cargo.toml" --profile test --locked -p ember-cli --bin ember --quiet
+# the workspace test build (scripts/check-install.sh builds the same). Without MuJoCo's
+# variable, as that build ran: the build scripts watch it, and a change would rebuild ember-env
+# and everything above it.
+env -u MUJOCO_DYNAMIC_LINK_DIR cargo build --manifest-path "$ROOT/Cargo.toml" --profile test \
+    --locked -p ember-cli --bin ember --quiet
 export EMBER_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ember"
 echo "== wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1))"
 "$EMBER_PY_PYTHON" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"

@@ -862,11 +862,13 @@ fn jitter_rng() -> EmberRng {
 
 /// Calls `open` until it succeeds, sleeping `backoff` (with jitter) after each transport
 /// failure, until `give_up_after` has passed since `start`; then, or on a refusal, the
-/// error names `what`.
+/// error names `what` (and, for a client that dials `plain` text, that a TLS server would
+/// look like this).
 fn open_with_backoff(
     backoff: &Backoff,
     rng: &mut EmberRng,
     start: Instant,
+    plain: bool,
     what: impl FnOnce() -> String,
     mut open: impl FnMut() -> std::result::Result<(), Status>,
 ) -> Result<()> {
@@ -881,19 +883,25 @@ fn open_with_backoff(
             Err(status) => {
                 return Err(Error::Unavailable {
                     what: what(),
-                    hint: refusal_hint(&status),
+                    hint: refusal_hint(&status, plain),
                 });
             }
         }
     }
 }
 
-/// A status as one line, with what to check when the server refused who we are.
-fn refusal_hint(status: &Status) -> String {
+/// A status as one line, with what to check when the server refused who we are. A client
+/// that dials `plain` text and fails at the transport may be talking to a TLS server: its
+/// handshake failure reaches the client as an h2 error or, depending on timing, as a
+/// dropped connection.
+fn refusal_hint(status: &Status, plain: bool) -> String {
     let advice = match status.code() {
         tonic::Code::Unauthenticated => "; check the token and the TLS settings",
         tonic::Code::Internal if status.message().contains("h2 protocol error") => {
             "; is this a TLS server dialled in plain text? give the client its CA"
+        }
+        _ if plain && is_transport(status) => {
+            "; if it serves TLS, it was dialled in plain text: give the client its CA"
         }
         _ => "",
     };
@@ -1001,7 +1009,15 @@ impl RemoteActor {
     fn reconnect(&mut self) -> Result<()> {
         let (backoff, mut rng) = (self.backoff, self.rng.clone());
         let what = format!("the learner at {}", self.addr);
-        let result = open_with_backoff(&backoff, &mut rng, Instant::now(), || what, || self.open());
+        let plain = self.security.tls.is_none();
+        let result = open_with_backoff(
+            &backoff,
+            &mut rng,
+            Instant::now(),
+            plain,
+            || what,
+            || self.open(),
+        );
         self.rng = rng;
         result?;
         self.reconnects += 1;
@@ -1214,7 +1230,8 @@ impl TransitionSender {
     fn reopen(&mut self, start: Instant) -> Result<()> {
         let (backoff, mut rng) = (self.backoff, self.rng.clone());
         let what = format!("the learner's transition stream at {}", self.addr);
-        let result = open_with_backoff(&backoff, &mut rng, start, || what, || self.open());
+        let plain = self.security.tls.is_none();
+        let result = open_with_backoff(&backoff, &mut rng, start, plain, || what, || self.open());
         self.rng = rng;
         result?;
         self.reconnects += 1;
