@@ -19,7 +19,6 @@ pub struct PyPolicy {
     inner: Mutex<RunPolicy>,
     run: PathBuf,
     obs_dim: usize,
-    act_dim: Option<usize>,
 }
 
 impl PyPolicy {
@@ -53,13 +52,8 @@ pub fn load_policy(py: Python<'_>, run: PathBuf, best: bool) -> PyResult<PyPolic
     let policy = py
         .detach(|| RunPolicy::load(&run, best))
         .map_err(|e| PyValueError::new_err(chain(&e)))?;
-    let act_dim = match policy.action_space() {
-        ember_core::Space::Box(b) => Some(b.dim()),
-        ember_core::Space::Discrete(_) => None,
-    };
     Ok(PyPolicy {
         obs_dim: policy.obs_dim(),
-        act_dim,
         inner: Mutex::new(policy),
         run,
     })
@@ -100,17 +94,17 @@ impl PyPolicy {
         let actions = py
             .detach(|| self.lock().act_with(data, !deterministic))
             .map_err(|e| PyValueError::new_err(chain(&e)))?;
-        let array = match (actions, self.act_dim) {
-            (ActionBuf::Continuous(a), Some(d)) => {
+        let array = match actions {
+            ActionBuf::Continuous(a) => {
+                let d = a.len() / rows;
                 let shape: &[usize] = if batched { &[rows, d] } else { &[d] };
                 to_numpy(py, a, shape)?.into_any()
             }
-            (ActionBuf::Discrete(a), None) => {
+            ActionBuf::Discrete(a) => {
                 let a: Vec<i64> = a.into_iter().map(|i| i as i64).collect();
                 let shape: &[usize] = if batched { &[rows] } else { &[] };
                 to_numpy(py, a, shape)?.into_any()
             }
-            _ => unreachable!("RunPolicy acts in the space it reports"),
         };
         Ok(array.cast_into::<PyUntypedArray>()?)
     }
