@@ -3,7 +3,7 @@
 //! each site passed, whether the thread flushed denormals there (`ember_core::denormals`). The sites sit at the worst
 //! places, after gradients and before or inside optimizer steps:
 //! `sac.critic_step` (on SAC's worker thread under the parallel schedule),
-//! `sac.actor_step`, `td3.step` (TD3's critic part), `td3.actor_step`, `dqn.step`,
+//! `sac.actor_step`, `td3.step` (TD3's critic step), `td3.actor_step`, `dqn.step`,
 //! `policy_gradient.step`.
 //!
 //! Unarmed, a site costs one relaxed atomic load.

@@ -28,8 +28,12 @@
 //! # }
 //! ```
 
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
 pub use ember_kernels::parts::{Commit, Part, Parts, part};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// How the parts of one update are scheduled (same results either way).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,5 +60,116 @@ impl UpdateSchedule {
     /// A [`Parts`] on [`UpdateSchedule::threads`] threads, its helpers named `name-1`, ...
     pub fn parts(self, name: &str) -> Parts {
         Parts::parallel(self.threads()).named(name)
+    }
+}
+
+/// `n` rows dealt into `shares` contiguous, nearly equal ranges (the first ones take the
+/// remainder), in order; empty ranges are left out, so fewer come back when `n < shares`.
+pub fn row_shares(n: usize, shares: usize) -> Vec<Range<usize>> {
+    let shares = shares.max(1);
+    let (base, extra) = (n / shares, n % shares);
+    let mut start = 0;
+    (0..shares)
+        .map(|k| {
+            let len = base + usize::from(k < extra);
+            let rows = start..start + len;
+            start += len;
+            rows
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// A copy of `module` (the same values and parameter ids) whose trainable parameters are
+/// fresh leaves of their own autodiff graph; frozen ones stay as they are. Parts that
+/// differentiate one network at the same time each take one, so their graphs share no
+/// node, and [`GradientsParams::from_grads`] of the copy names the original's parameters.
+pub fn own_leaves<M: Module>(module: &M) -> M {
+    struct Leaves;
+    impl ModuleMapper for Leaves {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            param.map(|t| match t.is_require_grad() {
+                true => t.detach().require_grad(),
+                false => t,
+            })
+        }
+    }
+    module.clone().map(&mut Leaves)
+}
+
+/// The parameter-by-parameter sum of several gradients of `module` (one per part that
+/// differentiated it over its own rows), added in the order given, so the result does not
+/// depend on which thread computed which.
+pub fn sum_gradients<M: Module>(module: &M, grads: Vec<GradientsParams>) -> GradientsParams {
+    struct Sum {
+        parts: Vec<GradientsParams>,
+        out: GradientsParams,
+    }
+    impl ModuleVisitor for Sum {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let total = self
+                .parts
+                .iter_mut()
+                .filter_map(|g| g.remove::<D>(param.id))
+                .reduce(|acc, g| acc + g);
+            if let Some(total) = total {
+                self.out.register(param.id, total);
+            }
+        }
+    }
+    let mut sum = Sum {
+        parts: grads,
+        out: GradientsParams::new(),
+    };
+    module.visit(&mut sum);
+    sum.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Device, TensorData};
+    use ember_nn::{Mlp, MlpConfig};
+
+    #[test]
+    fn row_shares_cover_the_rows_in_order() {
+        assert_eq!(row_shares(256, 2), vec![0..128, 128..256]);
+        assert_eq!(row_shares(7, 3), vec![0..3, 3..5, 5..7]);
+        assert_eq!(row_shares(1, 2), vec![0..1]);
+        assert_eq!(row_shares(0, 2), Vec::<Range<usize>>::new());
+        assert_eq!(row_shares(5, 0), vec![0..5]);
+    }
+
+    /// A loss that is a mean over rows, differentiated over shares of the rows (each
+    /// scaled by its fraction) through copies of their own, sums to the whole batch's
+    /// gradient; the copies leave the network's own graph alone.
+    #[test]
+    fn shares_of_the_rows_sum_to_the_batch_gradient() {
+        let device = Device::flex().autodiff();
+        let net: Mlp = MlpConfig::new(vec![3, 8, 2]).init(&device).unwrap();
+        let (n, x): (usize, Vec<f32>) = (7, (0..21).map(|i| (i as f32 * 0.37).sin()).collect());
+        let rows = |r: &Range<usize>| {
+            let t = TensorData::new(x[r.start * 3..r.end * 3].to_vec(), [r.len(), 3]);
+            Tensor::<2>::from_data(t, &device)
+        };
+        let loss = |net: &Mlp, r: &Range<usize>| net.forward(rows(r)).powi_scalar(2).mean();
+        let whole = GradientsParams::from_grads(loss(&net, &(0..n)).backward(), &net);
+        let parts = row_shares(n, 2)
+            .iter()
+            .map(|r| {
+                let copy = own_leaves(&net);
+                let share = r.len() as f64 / n as f64;
+                GradientsParams::from_grads(loss(&copy, r).mul_scalar(share).backward(), &copy)
+            })
+            .collect();
+        let summed = sum_gradients(&net, parts);
+        assert_eq!(summed.len(), whole.len());
+        for layer in &net.layers {
+            let (a, b) = (
+                summed.get::<2>(layer.weight.id).unwrap().into_data(),
+                whole.get::<2>(layer.weight.id).unwrap().into_data(),
+            );
+            a.assert_approx_eq::<f32>(&b, burn::tensor::Tolerance::absolute(1e-6));
+        }
     }
 }

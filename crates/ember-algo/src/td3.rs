@@ -10,7 +10,7 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::optimizer::{OptimizerKind, step_in_place};
-use crate::parts::{Part, Parts, UpdateSchedule, part};
+use crate::parts::{Part, Parts, UpdateSchedule, own_leaves, part, row_shares, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::tensors::{column, host, matrix};
@@ -26,6 +26,7 @@ use ember_loss::{
 };
 use ember_nn::{CriticEnsemble, CriticEnsembleConfig, Mlp, MlpConfig, noise, polyak_update};
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// TD3 hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,8 +51,9 @@ pub struct Td3Config {
     pub action_noise_std: f64,
     /// Refresh the acting copy every this many actor updates.
     pub sync_every: u64,
-    /// Parallel (the critic step beside the delayed actor step) or sequential update;
-    /// the same results either way.
+    /// Parallel (each half of the rows' gradients on a core of its own, then the critic
+    /// step beside the delayed actor step) or sequential update; the same results either
+    /// way.
     pub update_schedule: UpdateSchedule,
     /// Seed of the weights and of the noise.
     pub seed: u64,
@@ -175,7 +177,7 @@ pub struct Td3 {
     acting: ActingCopy<Mlp>,
     rng: EmberRng,
     progress: Progress,
-    /// Runs the critic part beside the actor part.
+    /// Runs the halves of the rows side by side, then the two steps.
     parts: Parts,
 }
 
@@ -266,24 +268,25 @@ struct Td3View<'a> {
     critic: &'a CriticEnsemble,
     critic_target: &'a CriticEnsemble,
     batch: &'a Batch,
-    /// The batch's observations on the learn device (both parts read them).
-    obs: Tensor<2>,
     dims: (usize, usize, usize),
     step: u64,
 }
 
-/// The critic part's result: the stepped critic and its optimizer, the moved target
-/// critic (on actor steps), the loss and the TD errors.
-type CriticStep = (
-    CriticEnsemble,
-    ModuleOptimizer,
-    Option<CriticEnsemble>,
-    f64,
-    Vec<f32>,
-);
+/// One share of the rows' gradients: the critic's (with its share of the loss and its
+/// rows' TD errors) and, on actor steps, the actor's (with its share of the loss).
+struct RowsGrads {
+    critic: GradientsParams,
+    critic_loss: f64,
+    td: Vec<f32>,
+    actor: Option<(GradientsParams, f64)>,
+}
 
-/// The actor part's result: the stepped actor, its optimizer, its moved target, the loss.
-type ActorStep = (Mlp, ModuleOptimizer, Mlp, f64);
+/// The critic step's result: the stepped critic and its optimizer, the moved target
+/// critic (on actor steps).
+type CriticStep = (CriticEnsemble, ModuleOptimizer, Option<CriticEnsemble>);
+
+/// The actor step's result: the stepped actor, its optimizer, its moved target.
+type ActorStep = (Mlp, ModuleOptimizer, Mlp);
 
 impl Td3View<'_> {
     fn row(&self, v: &[f32], device: &Device) -> Tensor<2> {
@@ -297,12 +300,17 @@ impl Td3View<'_> {
     }
 
     /// Clipped double-Q targets with target-policy smoothing (standard normal `noise`,
-    /// one row per batch row) for batch rows `from..to`; n-step rows bootstrap with their
+    /// one row per row of `rows`) for the batch's `rows`; n-step rows bootstrap with their
     /// own discount. Every operation works row by row.
-    fn target_rows(&self, noise: Tensor<2>, from: usize, to: usize) -> Tensor<2> {
+    fn target_rows(&self, noise: Tensor<2>, rows: &Range<usize>) -> Tensor<2> {
         let (_, o, _) = self.dims;
         let (c, p, batch) = (self.config, self.plain, self.batch);
-        let next_obs = matrix(&batch.next_obs[from * o..to * o], to - from, o, p);
+        let next_obs = matrix(
+            &batch.next_obs[rows.start * o..rows.end * o],
+            rows.len(),
+            o,
+            p,
+        );
         // In the unit box: smoothing noise clipped, the action clipped to [-1, 1], then
         // mapped onto the action box.
         let smoothing = noise
@@ -312,88 +320,111 @@ impl Td3View<'_> {
         let next_action = unit * self.row(self.scale, p) + self.row(self.bias, p);
         let next_q = self.critic_target.min_q(next_obs, next_action);
         let (r, d) = (
-            column(&batch.reward[from..to], p),
-            column(&batch.terminated[from..to], p),
+            column(&batch.reward[rows.clone()], p),
+            column(&batch.terminated[rows.clone()], p),
         );
         let y = match batch.discount.is_empty() {
             true => td_target(r, d, next_q, c.gamma),
-            false => td_target_discounted(r, d, next_q, column(&batch.discount[from..to], p)),
+            false => td_target_discounted(r, d, next_q, column(&batch.discount[rows.clone()], p)),
         };
         Tensor::from_inner(y)
     }
 
-    /// The targets of every row, each half of the rows a part of its own (on its own core
-    /// in parallel).
-    fn targets(&self, parts: &mut Parts, noise: Tensor<2>) -> Result<Tensor<2>> {
-        let b = self.dims.0;
-        let mut halves = [None, None];
-        let jobs = halves.iter_mut().enumerate().map(|(k, out)| {
-            let (from, to) = (k * (b / 2), if k == 0 { b / 2 } else { b });
-            let noise = noise.clone().narrow(0, from, to - from);
-            part(move || {
-                let y = self.target_rows(noise, from, to);
-                Ok(move || *out = Some(y))
+    /// The part of one share of the rows: its targets, then the gradients of its share of
+    /// the critic loss and, on actor steps, of the actor loss (each loss scaled by the
+    /// share's fraction of the rows, so the shares' gradients add up to the batch's), each
+    /// loss checked. Each network is differentiated through a copy of its own
+    /// ([`own_leaves`]), so the shares' graphs are independent.
+    fn rows_part<'a>(
+        &'a self,
+        rows: Range<usize>,
+        noise: Tensor<2>,
+        actor_step: bool,
+        out: &'a mut Option<RowsGrads>,
+    ) -> Part<'a> {
+        part(move || {
+            let (b, o, a) = self.dims;
+            let (batch, learn, n) = (self.batch, self.learn, rows.len());
+            let share = n as f64 / b as f64;
+            let y = self.target_rows(noise, &rows);
+            let obs = matrix(&batch.obs[rows.start * o..rows.end * o], n, o, learn);
+            let act = matrix(&batch.action[rows.start * a..rows.end * a], n, a, learn);
+            let critic = own_leaves(self.critic);
+            let q = critic.forward(obs.clone(), act);
+            let td = host(ensemble_td_errors(q.clone(), y.clone()));
+            let loss = match batch.unweighted() {
+                true => sac_critic_loss(q, y),
+                false => sac_critic_loss_weighted(q, y, column(&batch.weights[rows], learn)),
+            };
+            let loss = loss.mul_scalar(share);
+            let critic_loss = checked_loss("TD3 critic loss", &loss, self.step)?;
+            let critic_grads = GradientsParams::from_grads(loss.backward(), &critic);
+            let actor_grads = match actor_step {
+                true => Some(self.actor_grads(obs, share)?),
+                false => None,
+            };
+            Ok(move || {
+                *out = Some(RowsGrads {
+                    critic: critic_grads,
+                    critic_loss,
+                    td,
+                    actor: actor_grads,
+                })
             })
-        });
-        parts.run(&format!("TD3 targets {}", self.step), jobs.collect())?;
-        Ok(Tensor::cat(halves.into_iter().flatten().collect(), 0))
+        })
     }
 
-    /// The critic part: loss on the targets `y` (checked), gradients; its commit steps a
-    /// clone of the critic (and moves the target critic on actor steps) into `out`.
-    fn critic_part<'a>(
+    /// The gradients of the actor loss over the rows `obs` (scaled by `share`) through the
+    /// first critic as it was before this update (frozen), and the loss, checked. Only
+    /// the first critic is read: the others are neither evaluated nor differentiated
+    /// through.
+    fn actor_grads(&self, obs: Tensor<2>, share: f64) -> Result<(GradientsParams, f64)> {
+        let actor = own_leaves(self.actor);
+        let first = self.critic.select(0..1)?.no_grad();
+        let q = first.forward(obs.clone(), self.policy(&actor, obs));
+        let loss = q.mean().neg().mul_scalar(share);
+        let value = checked_loss("TD3 actor loss", &loss, self.step)?;
+        Ok((GradientsParams::from_grads(loss.backward(), &actor), value))
+    }
+
+    /// The critic step: the shares' gradients summed; its commit steps a clone of the
+    /// critic (and moves the target critic on actor steps) into `out`.
+    fn critic_step<'a>(
         &'a self,
-        y: Tensor<2>,
+        grads: Vec<GradientsParams>,
         optim: &'a ModuleOptimizer,
         actor_step: bool,
         out: &'a mut Option<CriticStep>,
     ) -> Part<'a> {
         part(move || {
-            let (b, _, a) = self.dims;
-            let batch = self.batch;
-            let q = self
-                .critic
-                .forward(self.obs.clone(), matrix(&batch.action, b, a, self.learn));
-            let td = host(ensemble_td_errors(q.clone(), y.clone()));
-            let loss = match batch.unweighted() {
-                true => sac_critic_loss(q, y),
-                false => sac_critic_loss_weighted(q, y, column(&batch.weights, self.learn)),
-            };
-            let value = checked_loss("TD3 critic loss", &loss, self.step)?;
-            let grads = GradientsParams::from_grads(loss.backward(), self.critic);
+            let grads = sum_gradients(self.critic, grads);
             Ok(move || {
                 let (mut critic, mut optim) = (self.critic.clone(), optim.clone());
                 step_in_place(&mut optim, self.config.learning_rate, &mut critic, grads);
                 crate::faults::site("td3.step");
                 let target = actor_step
                     .then(|| polyak_update(self.critic_target.clone(), &critic, self.config.tau));
-                *out = Some((critic, optim, target, value, td));
+                *out = Some((critic, optim, target));
             })
         })
     }
 
-    /// The delayed actor part: the loss through the first critic as it was before this
-    /// update (frozen), checked, and gradients; its commit steps a clone of the actor and
-    /// moves its target into `out`.
-    fn actor_part<'a>(
+    /// The delayed actor step: the shares' gradients summed; its commit steps a clone of
+    /// the actor and moves its target into `out`.
+    fn actor_step<'a>(
         &'a self,
+        grads: Vec<GradientsParams>,
         optim: &'a ModuleOptimizer,
         out: &'a mut Option<ActorStep>,
     ) -> Part<'a> {
         part(move || {
-            let b = self.dims.0;
-            let obs = self.obs.clone();
-            let frozen = self.critic.clone().no_grad();
-            let q = frozen.forward(obs.clone(), self.policy(self.actor, obs));
-            let loss = q.slice([0..1, 0..b, 0..1]).mean().neg();
-            let value = checked_loss("TD3 actor loss", &loss, self.step)?;
-            let grads = GradientsParams::from_grads(loss.backward(), self.actor);
+            let grads = sum_gradients(self.actor, grads);
             Ok(move || {
                 let (mut actor, mut optim) = (self.actor.clone(), optim.clone());
                 step_in_place(&mut optim, self.config.learning_rate, &mut actor, grads);
                 crate::faults::site("td3.actor_step");
                 let target = polyak_update(self.actor_target.clone(), &actor, self.config.tau);
-                *out = Some((actor, optim, target, value));
+                *out = Some((actor, optim, target));
             })
         })
     }
@@ -449,9 +480,10 @@ impl Agent for Td3 {
 }
 
 impl OffPolicyLearner for Td3 {
-    /// The critic part beside the delayed actor part ([`crate::parts`]): both losses
-    /// are checked before anything steps, and the learner changes only when every part
-    /// has stepped.
+    /// Two runs of [`crate::parts`]: first each half of the rows (its targets, the
+    /// critic's gradients over its rows and, on actor steps, the actor's), then the critic
+    /// step beside the delayed actor step on the summed gradients. Every loss is checked
+    /// before anything steps, and the learner changes only when every part has stepped.
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, self.act_dim)?;
         let _flush = ember_core::denormals::flush_denormals_here();
@@ -471,26 +503,45 @@ impl OffPolicyLearner for Td3 {
             critic: &self.critic,
             critic_target: &self.critic_target,
             batch,
-            obs: matrix(&batch.obs, dims.0, dims.1, &self.learn),
             dims,
             step,
         };
-        let y = view.targets(&mut self.parts, noise)?;
-        let (mut critic_out, mut actor_out) = (None, None);
-        let mut parts = vec![view.critic_part(y, &self.critic_opt, actor_step, &mut critic_out)];
-        if actor_step {
-            parts.push(view.actor_part(&self.actor_opt, &mut actor_out));
+        let shares = row_shares(dims.0, 2);
+        let mut grads: Vec<Option<RowsGrads>> = shares.iter().map(|_| None).collect();
+        let jobs = shares.into_iter().zip(grads.iter_mut()).map(|(rows, out)| {
+            let noise = noise.clone().narrow(0, rows.start, rows.len());
+            view.rows_part(rows, noise, actor_step, out)
+        });
+        self.parts
+            .run(&format!("TD3 gradients {step}"), jobs.collect())?;
+        let grads: Vec<RowsGrads> = grads.into_iter().flatten().collect();
+        let critic_loss: f64 = grads.iter().map(|g| g.critic_loss).sum();
+        let td: Vec<f32> = grads.iter().flat_map(|g| g.td.iter().copied()).collect();
+        let (mut critic_grads, mut actor_grads, mut actor_loss) = (Vec::new(), Vec::new(), 0.0);
+        for g in grads {
+            critic_grads.push(g.critic);
+            if let Some((grads, loss)) = g.actor {
+                actor_grads.push(grads);
+                actor_loss += loss;
+            }
         }
-        self.parts.run(&format!("TD3 update {step}"), parts)?;
-        let (critic, critic_opt, critic_target, critic_loss, td) = critic_out
-            .ok_or_else(|| Error::panicked("TD3 update", &"the critic part did not commit"))?;
+        let (mut critic_out, mut actor_out) = (None, None);
+        let critic_opt = &self.critic_opt;
+        let mut parts =
+            vec![view.critic_step(critic_grads, critic_opt, actor_step, &mut critic_out)];
+        if actor_step {
+            parts.push(view.actor_step(actor_grads, &self.actor_opt, &mut actor_out));
+        }
+        self.parts.run(&format!("TD3 step {step}"), parts)?;
+        let (critic, critic_opt, critic_target) = critic_out
+            .ok_or_else(|| Error::panicked("TD3 update", &"the critic step did not commit"))?;
         let mut metrics = Metrics::default();
         metrics.push("critic_loss", critic_loss);
         (self.critic, self.critic_opt, self.rng) = (critic, critic_opt, rng);
         if let Some(target) = critic_target {
             self.critic_target = target;
         }
-        if let Some((actor, actor_opt, actor_target, actor_loss)) = actor_out {
+        if let Some((actor, actor_opt, actor_target)) = actor_out {
             metrics.push("actor_loss", actor_loss);
             (self.actor, self.actor_opt, self.actor_target) = (actor, actor_opt, actor_target);
             self.acting.after_update(&self.actor);

@@ -3,7 +3,7 @@
 
 use crate::mlp::{Activation, Mlp};
 use crate::value::ContinuousQ;
-use burn::module::{Module, Param};
+use burn::module::{Module, Param, ParamId};
 use burn::nn::{Initializer, Linear};
 use burn::tensor::{Device, Tensor};
 use ember_core::{Error, Result};
@@ -124,6 +124,37 @@ impl CriticEnsemble {
         ember_kernels::ensemble_min(h, self.weights[last].val(), self.biases[last].val())
     }
 
+    /// Critics `members` (a range) as an ensemble of their own, sharing the weight values:
+    /// TD3's actor loss reads only the first critic, and evaluating (and differentiating
+    /// through) the others would double its work. Gradients reach these members' weights
+    /// through the selection when they are tracked; `.no_grad()` freezes the selection.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the range is empty or goes past
+    /// [`CriticEnsemble::members`].
+    pub fn select(&self, members: std::ops::Range<usize>) -> Result<CriticEnsemble> {
+        let e = self.members();
+        if members.is_empty() || members.end > e {
+            let expected = format!("a non-empty range within 0..{e}");
+            return Err(Error::invalid(
+                "critic members",
+                format!("{members:?}"),
+                expected,
+            ));
+        }
+        let pick = |p: &Param<Tensor<3>>| {
+            let [_, i, o] = p.shape().dims::<3>();
+            // Not `Param::from_tensor`: that would make the slice a leaf of its own, cut
+            // off from the fused weight (and panics on a tracked slice).
+            Param::initialized(ParamId::new(), p.val().slice([members.clone(), 0..i, 0..o]))
+        };
+        Ok(CriticEnsemble {
+            weights: self.weights.iter().map(pick).collect(),
+            biases: self.biases.iter().map(pick).collect(),
+            activation: self.activation,
+        })
+    }
+
     /// Critic `e` as a separate [`ContinuousQ`] with the same weight values (for checks and
     /// for users who want one member).
     pub fn member(&self, e: usize) -> ContinuousQ {
@@ -134,10 +165,12 @@ impl CriticEnsemble {
             .map(|(w, b)| {
                 let [_, i, o] = w.shape().dims::<3>();
                 Linear {
-                    weight: Param::from_tensor(
+                    weight: Param::initialized(
+                        ParamId::new(),
                         w.val().slice([e..e + 1, 0..i, 0..o]).reshape([i, o]),
                     ),
-                    bias: Some(Param::from_tensor(
+                    bias: Some(Param::initialized(
+                        ParamId::new(),
                         b.val().slice([e..e + 1, 0..1, 0..o]).reshape([o]),
                     )),
                 }

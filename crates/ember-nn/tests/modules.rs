@@ -153,6 +153,45 @@ fn fused_ensemble_equals_separate_critics_bitwise() {
     }
 }
 
+#[test]
+fn selected_members_equal_the_fused_rows_and_take_their_gradients() {
+    let ad = dev().autodiff();
+    let ens = CriticEnsembleConfig::new(3, 5, [16, 8]).init(&ad).unwrap();
+    let mut rng = EmberRng::seed_from(4);
+    let obs = noise::standard_normal(10, 3, &mut rng, &ad);
+    let act = noise::standard_normal(10, 2, &mut rng, &ad);
+    let fused = vals(ens.forward(obs.clone(), act.clone()));
+    let picked = ens.select(1..3).unwrap();
+    assert_eq!(picked.members(), 2);
+    let q = picked.forward(obs.clone(), act.clone());
+    assert_eq!(vals(q.clone()), fused[10..30].to_vec());
+    // Gradients through the selection reach the chosen members' slices of the weights.
+    let grads = q.sum().backward();
+    let g = ens.weights[1]
+        .grad(&grads)
+        .expect("a gradient for the fused weight");
+    let g = g.into_data().try_into_vec_as::<f32>().unwrap();
+    let per = 16 * 8;
+    assert!(
+        g[..per].iter().all(|&x| x == 0.0),
+        "member 0 was not selected"
+    );
+    assert!(g[per..].iter().any(|&x| x != 0.0), "members 1 and 2 were");
+    // Frozen, the selection gives the input its gradient and the weights none.
+    let x = Tensor::cat(vec![obs, act], 1).require_grad();
+    let frozen = ens.select(0..1).unwrap().no_grad();
+    let grads = frozen.forward_input(x.clone()).sum().backward();
+    assert!(x.grad(&grads).is_some());
+    assert!(frozen.weights[0].grad(&grads).is_none());
+    for bad in [0..0, 2..4] {
+        let e = ens.select(bad.clone()).unwrap_err().to_string();
+        assert!(
+            e.contains("critic members") && e.contains("0..3"),
+            "{bad:?}: {e}"
+        );
+    }
+}
+
 #[derive(Default)]
 struct Ids(Vec<ParamId>, Vec<Vec<f32>>);
 
