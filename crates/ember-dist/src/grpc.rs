@@ -1009,7 +1009,7 @@ impl RemoteActor {
     fn reconnect(&mut self) -> Result<()> {
         let (backoff, mut rng) = (self.backoff, self.rng.clone());
         let what = format!("the learner at {}", self.addr);
-        let plain = self.security.tls.is_none();
+        let plain = self.security.is_plain();
         let result = open_with_backoff(
             &backoff,
             &mut rng,
@@ -1230,7 +1230,7 @@ impl TransitionSender {
     fn reopen(&mut self, start: Instant) -> Result<()> {
         let (backoff, mut rng) = (self.backoff, self.rng.clone());
         let what = format!("the learner's transition stream at {}", self.addr);
-        let plain = self.security.tls.is_none();
+        let plain = self.security.is_plain();
         let result = open_with_backoff(&backoff, &mut rng, start, plain, || what, || self.open());
         self.rng = rng;
         result?;

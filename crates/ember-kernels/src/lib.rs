@@ -63,5 +63,6 @@ pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared, with
 pub use matmul::{HostMatmul, matmul};
 pub use product::{HostMatrix, host_product};
 pub use tanh_gaussian::{
-    HostTanhGaussian, TanhGaussian, tanh_gaussian, tanh_gaussian_backward_rows, tanh_gaussian_rows,
+    HALF_LOG_2PI, HostTanhGaussian, TanhGaussian, tanh_gaussian, tanh_gaussian_backward_rows,
+    tanh_gaussian_rows,
 };

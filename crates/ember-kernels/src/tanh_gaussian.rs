@@ -58,8 +58,12 @@ pub trait HostTanhGaussian: Backend {
     ) -> FloatTensor<Self>;
 }
 
-/// `½ log 2π` in `f32`.
-const HALF_LOG_2PI: f32 = 0.918_938_5;
+/// `½ log 2π`, the Gaussian log-density's constant (`ember_nn::distributions` re-exports
+/// it).
+pub const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// [`HALF_LOG_2PI`] in `f32`, as the kernels add it.
+const HALF_LOG_2PI_F32: f32 = HALF_LOG_2PI as f32;
 /// Above this `ln(1 + eˣ)` is `x` (burn's `softplus` threshold).
 const SOFTPLUS_THRESHOLD: f32 = 20.0;
 
@@ -103,7 +107,7 @@ pub fn tanh_gaussian_rows(head: &[f32], noise: &[f32], params: TanhGaussian, out
             let log_std = h[k + c].clamp(lo, hi);
             let u = h[c] + log_std.exp() * e[c];
             o[c] = u.tanh();
-            let gauss = e[c] * e[c] * -0.5 - log_std - HALF_LOG_2PI;
+            let gauss = e[c] * e[c] * -0.5 - log_std - HALF_LOG_2PI_F32;
             let log_det = (-u + std::f32::consts::LN_2 - softplus_f32(-2.0 * u)) * 2.0;
             log_prob += gauss - log_det;
         }
@@ -304,7 +308,7 @@ pub fn tanh_gaussian(
     let log_std = head.slice([0..rows, k..2 * k]).clamp(lo, hi);
     let noise = noise.detach();
     let u = mean + log_std.clone().exp() * noise.clone();
-    let gauss = (noise.clone() * noise).mul_scalar(-0.5) - log_std - HALF_LOG_2PI;
+    let gauss = (noise.clone() * noise).mul_scalar(-0.5) - log_std - HALF_LOG_2PI_F32;
     let log_det = (u.clone().neg().add_scalar(std::f64::consts::LN_2)
         - softplus(u.clone().mul_scalar(-2.0), 1.0))
     .mul_scalar(2.0);

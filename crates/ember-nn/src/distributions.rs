@@ -14,8 +14,8 @@ use burn::tensor::Tensor;
 use burn::tensor::activation::softplus;
 use ember_core::EmberRng;
 
-/// `½ log 2π`.
-pub const HALF_LOG_2PI: f64 = 0.918_938_533_204_672_8;
+/// `½ log 2π` (one constant with the kernels that use it).
+pub use ember_kernels::HALF_LOG_2PI;
 
 /// Pre-squash values `u` are recovered from squashed actions with `atanh`, clamped to
 /// `±(1 − SQUASH_EPS)` so that an action on the bound has a finite log-probability.

@@ -141,7 +141,7 @@ impl PolicyClient {
         let what = format!("the learner's policy at {addr}");
         let (runtime, security) = (&self.runtime, &self.security);
         let mut opened = None;
-        let plain = security.tls.is_none();
+        let plain = security.is_plain();
         let result = open_with_backoff(
             &backoff,
             &mut rng,
@@ -204,7 +204,7 @@ impl PolicyClient {
                 Err(s) => {
                     return Err(Error::Unavailable {
                         what: format!("the learner's policy at {}", self.addr),
-                        hint: refusal_hint(&s, self.security.tls.is_none()),
+                        hint: refusal_hint(&s, self.security.is_plain()),
                     });
                 }
             }

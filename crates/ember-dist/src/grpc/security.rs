@@ -299,6 +299,11 @@ impl ClientSecurity {
     pub fn insecure() -> ClientSecurity {
         ClientSecurity::default()
     }
+
+    /// Whether it dials plain text (no TLS): a TLS server's refusals then say so.
+    pub fn is_plain(&self) -> bool {
+        self.tls.is_none()
+    }
 }
 
 /// The server side of the token: refuses calls without it, and counts them.
