@@ -9,6 +9,7 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions};
 use crate::off_policy::OffPolicyConfig;
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::parts::{Parts, UpdateSchedule, own_leaves, part, row_shares, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::schedule::LinearSchedule;
@@ -46,6 +47,9 @@ pub struct DqnConfig {
     pub max_grad_norm: f64,
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
+    /// Parallel (each half of the batch's rows on a core of its own, their gradients
+    /// summed for one step) or sequential update; the same results either way.
+    pub update_schedule: UpdateSchedule,
     /// Seed of the initial weights and of the exploration.
     pub seed: u64,
 }
@@ -66,6 +70,7 @@ impl Default for DqnConfig {
             huber_delta: 1.0,
             max_grad_norm: 10.0,
             sync_every: 1,
+            update_schedule: UpdateSchedule::Parallel,
             seed: 0,
         }
     }
@@ -178,6 +183,8 @@ pub struct Dqn {
     rng: EmberRng,
     acting: ActingCopy<DiscreteQ>,
     progress: Progress,
+    /// Runs the halves of the rows side by side.
+    parts: Parts,
 }
 
 impl std::fmt::Debug for Dqn {
@@ -186,6 +193,66 @@ impl std::fmt::Debug for Dqn {
             .field("config", &self.config)
             .field("epsilon", &self.epsilon)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the halves of a DQN update read: the learner's networks from before the update.
+struct DqnView<'a> {
+    config: &'a DqnConfig,
+    obs_dim: usize,
+    plain: &'a Device,
+    learn: &'a Device,
+    q: &'a DiscreteQ,
+    target: &'a DiscreteQ,
+    /// The online network without autodiff, when the target is double-DQN's.
+    online: Option<DiscreteQ>,
+}
+
+impl DqnView<'_> {
+    /// The gradients of the loss over the batch's `rows` (scaled by their fraction of the
+    /// batch, checked), the loss's share and the rows' TD errors;
+    fn rows_grads(
+        &self,
+        batch: &Batch,
+        rows: std::ops::Range<usize>,
+        step: u64,
+    ) -> Result<(GradientsParams, f64, Vec<f32>)> {
+        let (b, o, n) = (batch.len, self.obs_dim, rows.len());
+        let share = n as f64 / b as f64;
+        let (p, l) = (&self.plain, &self.learn);
+        let next_obs = matrix(&batch.next_obs[rows.start * o..rows.end * o], n, o, p);
+        let reward = column(&batch.reward[rows.clone()], p);
+        let terminated = column(&batch.terminated[rows.clone()], p);
+        let next_target = self.target.forward(next_obs.clone());
+        let value = match &self.online {
+            Some(q) => double_dqn_value(q.forward(next_obs), next_target),
+            None => next_target.max_dim(1),
+        };
+        let y = if batch.discount.is_empty() {
+            td_target(reward, terminated, value, self.config.gamma)
+        } else {
+            let discount = column(&batch.discount[rows.clone()], p);
+            td_target_discounted(reward, terminated, value, discount)
+        };
+        let y = Tensor::from_inner(y);
+        let q = own_leaves(self.q);
+        let q_taken = q
+            .forward(matrix(&batch.obs[rows.start * o..rows.end * o], n, o, l))
+            .gather(1, index_column(&batch.action[rows.clone()], l));
+        let td_errors = host((q_taken.clone().detach() - y.clone()).abs());
+        let loss = if batch.unweighted() {
+            huber(q_taken, y, self.config.huber_delta)
+        } else {
+            let w = column(&batch.weights[rows], l);
+            huber_weighted(q_taken, y, self.config.huber_delta, w)
+        }
+        .mul_scalar(share);
+        let value = checked_loss("DQN loss", &loss, step)?;
+        Ok((
+            GradientsParams::from_grads(loss.backward(), &q),
+            value,
+            td_errors,
+        ))
     }
 }
 
@@ -221,6 +288,7 @@ impl Dqn {
             epsilon: config.exploration.start,
             last_target_update: 0,
             rng: EmberRng::seed_from(config.seed).fork(3),
+            parts: config.update_schedule.parts("ember-dqn"),
             learn,
             plain,
             config: config.clone(),
@@ -290,36 +358,38 @@ impl OffPolicyLearner for Dqn {
         check_discrete_actions("batch.action", &batch.action, self.actions)?;
         let _flush = ember_core::denormals::flush_denormals_here();
 
-        let (b, o) = (batch.len, self.obs_dim);
-        let next_obs = matrix(&batch.next_obs, b, o, &self.plain);
-        let reward = column(&batch.reward, &self.plain);
-        let terminated = column(&batch.terminated, &self.plain);
-        let next_target = self.target.forward(next_obs.clone());
-        let value = if self.config.double_q {
-            double_dqn_value(self.q.valid().forward(next_obs), next_target)
-        } else {
-            next_target.max_dim(1)
+        // Each half of the rows on a core of its own: its targets, its share of the loss
+        // (scaled by its fraction of the rows) and the gradients, through a copy of the
+        // network with leaves of its own; then one step on their sum.
+        let b = batch.len;
+        let view = DqnView {
+            config: &self.config,
+            obs_dim: self.obs_dim,
+            plain: &self.plain,
+            learn: &self.learn,
+            q: &self.q,
+            target: &self.target,
+            online: self.config.double_q.then(|| self.q.valid()),
         };
-        let y = if batch.discount.is_empty() {
-            td_target(reward, terminated, value, self.config.gamma)
-        } else {
-            let discount = column(&batch.discount, &self.plain);
-            td_target_discounted(reward, terminated, value, discount)
-        };
-        let y = Tensor::from_inner(y);
-        let q_taken = self
-            .q
-            .forward(matrix(&batch.obs, b, o, &self.learn))
-            .gather(1, index_column(&batch.action, &self.learn));
-        let td_errors = host((q_taken.clone().detach() - y.clone()).abs());
-        let loss = if batch.unweighted() {
-            huber(q_taken, y, self.config.huber_delta)
-        } else {
-            let w = column(&batch.weights, &self.learn);
-            huber_weighted(q_taken, y, self.config.huber_delta, w)
-        };
-        let value = checked_loss("DQN loss", &loss, step)?;
-        let grads = GradientsParams::from_grads(loss.backward(), &self.q);
+        let view = &view;
+        let shares = row_shares(b, 2);
+        let mut out: Vec<Option<(GradientsParams, f64, Vec<f32>)>> =
+            shares.iter().map(|_| None).collect();
+        let jobs = shares.into_iter().zip(out.iter_mut()).map(|(rows, slot)| {
+            part(move || {
+                let done = view.rows_grads(batch, rows, step)?;
+                Ok(move || *slot = Some(done))
+            })
+        });
+        self.parts
+            .run(&format!("DQN update {step}"), jobs.collect())?;
+        let (mut grads, mut value, mut td_errors) = (Vec::new(), 0.0, Vec::with_capacity(b));
+        for (g, v, td) in out.into_iter().flatten() {
+            grads.push(g);
+            value += v;
+            td_errors.extend(td);
+        }
+        let grads = sum_gradients(&self.q, grads);
         crate::faults::site("dqn.step");
         step_in_place(
             &mut self.optim,

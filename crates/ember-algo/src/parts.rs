@@ -1,7 +1,14 @@
 //! The independent parts of an update on separate cores, for any learner: Ember's
 //! [`ember_kernels::parts`] (the guarantees are there) and the [`UpdateSchedule`] that a
-//! learner's config chooses it with. SAC, TD3 and the REDQ example run their parts through
-//! it; a learner keeps one [`Parts`] for its lifetime, so its helper threads start once.
+//! learner's config chooses it with. SAC, TD3, DQN and the REDQ example run their parts
+//! through it; a learner keeps one [`Parts`] for its lifetime, so its helper threads start
+//! once.
+//!
+//! An update with one large network step and little beside it can still use both cores
+//! by its rows: each part differentiates the loss over its share of the batch's rows
+//! ([`row_shares`]) through its own copy of the network ([`own_leaves`]), scaling its
+//! loss by its share of the rows, and [`sum_gradients`] adds the parts' gradients, in
+//! order, before one optimizer step. TD3 and DQN run every update so.
 //!
 //! ```
 //! use ember_algo::parts::{UpdateSchedule, part};

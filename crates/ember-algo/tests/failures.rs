@@ -280,6 +280,48 @@ fn dqn_survives_every_failure() {
     );
 }
 
+#[test]
+fn dqn_parallel_updates_give_the_sequential_bits() {
+    let _serial = common::serial();
+    let dqn = |schedule| -> Dqn {
+        DqnConfig {
+            hidden: vec![16],
+            update_schedule: schedule,
+            ..DqnConfig::default()
+        }
+        .build(
+            &obs_space(),
+            &Space::Discrete(Discrete::new(3).unwrap()),
+            &common::same(&flex()),
+        )
+        .unwrap()
+    };
+    let (mut seq, mut par) = (
+        dqn(UpdateSchedule::Sequential),
+        dqn(UpdateSchedule::Parallel),
+    );
+    assert_eq!(common::bits(seq.q()), common::bits(par.q()), "built alike");
+    let before = common::bits(seq.q());
+    let mut rng = EmberRng::seed_from(8);
+    // Even and odd batches (uneven halves) and a batch of one row.
+    for (step, n) in [16, 17, 1, 16].into_iter().enumerate() {
+        let batch = replay_batch(&mut rng, n, 1, |x| ((x + 1.0) * 1.49) as u32 as f32);
+        let (a, b) = (
+            seq.update(&batch, step as u64).unwrap(),
+            par.update(&batch, step as u64).unwrap(),
+        );
+        assert_eq!(
+            a.td_errors.as_ref().map(Vec::len),
+            Some(n),
+            "a TD error per row"
+        );
+        assert_eq!(a.td_errors, b.td_errors, "step {step}");
+        assert_eq!(format!("{:?}", a.metrics), format!("{:?}", b.metrics));
+        assert_eq!(common::bits(seq.q()), common::bits(par.q()), "step {step}");
+    }
+    assert_ne!(common::bits(seq.q()), before, "the updates stepped");
+}
+
 fn rollout(rng: &mut EmberRng, n: usize) -> RolloutBatch {
     RolloutBatch {
         len: n,
