@@ -24,13 +24,17 @@ fi
 "$EMBER_PY_PYTHON" -m maturin build --release --locked -m "$ROOT/crates/ember-py/Cargo.toml" \
     -i "$EMBER_PY_PYTHON" -o "$OUT" "${FEATURES[@]}"
 WHEEL="$(ls "$OUT"/ember_rl-*.whl)"
-# tests/test_policy.py trains runs with the `ember` command: the test profile's binary reuses
-# the workspace test build (scripts/check-install.sh builds the same). Without MuJoCo's
-# variable, as that build ran: the build scripts watch it, and a change would rebuild ember-env
-# and everything above it.
-env -u MUJOCO_DYNAMIC_LINK_DIR cargo build --manifest-path "$ROOT/Cargo.toml" --profile test \
-    --locked -p ember-cli --bin ember --quiet
-export EMBER_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ember"
+# tests/test_policy.py trains runs with the `ember` command: EMBER_BIN when set (CI: the
+# binary its workspace tests built), else the test profile's binary, built here without
+# MuJoCo's variable, as the workspace test build ran (the build scripts watch it, and a
+# change would rebuild ember-env and everything above it).
+if [ -z "${EMBER_BIN:-}" ]; then
+    env -u MUJOCO_DYNAMIC_LINK_DIR cargo build --manifest-path "$ROOT/Cargo.toml" \
+        --profile test --locked -p ember-cli --bin ember --quiet
+    export EMBER_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/ember"
+fi
+[ -x "$EMBER_BIN" ] || { echo "EMBER_BIN=$EMBER_BIN is not an executable" >&2; exit 1; }
+export EMBER_BIN
 echo "== wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1))"
 "$EMBER_PY_PYTHON" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 cd "$ROOT/crates/ember-py"
