@@ -9,7 +9,7 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions};
 use crate::off_policy::OffPolicyConfig;
 use crate::optimizer::{OptimizerKind, step_in_place};
-use crate::parts::{Parts, UpdateSchedule, own_leaves, part, row_shares, sum_gradients};
+use crate::parts::{Parts, UpdateSchedule, own_leaves, run_by_rows, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::schedule::LinearSchedule;
@@ -371,20 +371,12 @@ impl OffPolicyLearner for Dqn {
             target: &self.target,
             online: self.config.double_q.then(|| self.q.valid()),
         };
-        let view = &view;
-        let shares = row_shares(b, 2);
-        let mut out: Vec<Option<(GradientsParams, f64, Vec<f32>)>> =
-            shares.iter().map(|_| None).collect();
-        let jobs = shares.into_iter().zip(out.iter_mut()).map(|(rows, slot)| {
-            part(move || {
-                let done = view.rows_grads(batch, rows, step)?;
-                Ok(move || *slot = Some(done))
-            })
-        });
-        self.parts
-            .run(&format!("DQN update {step}"), jobs.collect())?;
+        let what = format!("DQN update {step}");
+        let shares = run_by_rows(&mut self.parts, &what, (b, 2), |rows| {
+            view.rows_grads(batch, rows, step)
+        })?;
         let (mut grads, mut value, mut td_errors) = (Vec::new(), 0.0, Vec::with_capacity(b));
-        for (g, v, td) in out.into_iter().flatten() {
+        for (g, v, td) in shares {
             grads.push(g);
             value += v;
             td_errors.extend(td);

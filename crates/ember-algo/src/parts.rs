@@ -6,9 +6,9 @@
 //!
 //! An update with one large network step and little beside it can still use both cores
 //! by its rows: each part differentiates the loss over its share of the batch's rows
-//! ([`row_shares`]) through its own copy of the network ([`own_leaves`]), scaling its
-//! loss by its share of the rows, and [`sum_gradients`] adds the parts' gradients, in
-//! order, before one optimizer step. TD3 and DQN run every update so.
+//! ([`row_shares`], run as parts by [`run_by_rows`]) through its own copy of the network
+//! ([`own_leaves`]), scaling its loss by its share of the rows, and [`sum_gradients`] adds
+//! the parts' gradients, in order, before one optimizer step. TD3 and DQN run every update so.
 //!
 //! ```
 //! use ember_algo::parts::{UpdateSchedule, part};
@@ -85,6 +85,32 @@ pub fn row_shares(n: usize, shares: usize) -> Vec<Range<usize>> {
         })
         .filter(|r| !r.is_empty())
         .collect()
+}
+
+/// Runs `compute` once for each of [`row_shares`]`(rows, shares)`, each share a part of its
+/// own ([`Parts::run`]: side by side on the parallel schedule, all or nothing), and returns
+/// the results in row order. `shares` must not depend on the schedule, so that both give
+/// the same bits.
+///
+/// # Errors
+/// [`Parts::run`]'s: the error of the lowest-numbered share that failed.
+pub fn run_by_rows<T: Send>(
+    parts: &mut Parts,
+    what: &str,
+    (rows, shares): (usize, usize),
+    compute: impl Fn(Range<usize>) -> ember_core::Result<T> + Sync,
+) -> ember_core::Result<Vec<T>> {
+    let ranges = row_shares(rows, shares);
+    let mut out: Vec<Option<T>> = ranges.iter().map(|_| None).collect();
+    let compute = &compute;
+    let jobs = ranges.into_iter().zip(out.iter_mut()).map(|(r, slot)| {
+        part(move || {
+            let done = compute(r)?;
+            Ok(move || *slot = Some(done))
+        })
+    });
+    parts.run(what, jobs.collect())?;
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// A copy of `module` (the same values and parameter ids) whose trainable parameters are

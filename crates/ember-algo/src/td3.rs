@@ -10,7 +10,7 @@ use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
 use crate::optimizer::{OptimizerKind, step_in_place};
-use crate::parts::{Part, Parts, UpdateSchedule, own_leaves, part, row_shares, sum_gradients};
+use crate::parts::{Part, Parts, UpdateSchedule, own_leaves, part, run_by_rows, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
 use crate::tensors::{column, host, matrix};
@@ -330,47 +330,42 @@ impl Td3View<'_> {
         Tensor::from_inner(y)
     }
 
-    /// The part of one share of the rows: its targets, then the gradients of its share of
-    /// the critic loss and, on actor steps, of the actor loss (each loss scaled by the
-    /// share's fraction of the rows, so the shares' gradients add up to the batch's), each
-    /// loss checked. Each network is differentiated through a copy of its own
+    /// One share of the rows: its targets, then the gradients of its share of the critic
+    /// loss and, on actor steps, of the actor loss (each loss scaled by the share's
+    /// fraction of the rows, so the shares' gradients add up to the batch's), each loss
+    /// checked. Each network is differentiated through a copy of its own
     /// ([`own_leaves`]), so the shares' graphs are independent.
-    fn rows_part<'a>(
-        &'a self,
+    fn rows_grads(
+        &self,
         rows: Range<usize>,
         noise: Tensor<2>,
         actor_step: bool,
-        out: &'a mut Option<RowsGrads>,
-    ) -> Part<'a> {
-        part(move || {
-            let (b, o, a) = self.dims;
-            let (batch, learn, n) = (self.batch, self.learn, rows.len());
-            let share = n as f64 / b as f64;
-            let y = self.target_rows(noise, &rows);
-            let obs = matrix(&batch.obs[rows.start * o..rows.end * o], n, o, learn);
-            let act = matrix(&batch.action[rows.start * a..rows.end * a], n, a, learn);
-            let critic = own_leaves(self.critic);
-            let q = critic.forward(obs.clone(), act);
-            let td = host(ensemble_td_errors(q.clone(), y.clone()));
-            let loss = match batch.unweighted() {
-                true => sac_critic_loss(q, y),
-                false => sac_critic_loss_weighted(q, y, column(&batch.weights[rows], learn)),
-            };
-            let loss = loss.mul_scalar(share);
-            let critic_loss = checked_loss("TD3 critic loss", &loss, self.step)?;
-            let critic_grads = GradientsParams::from_grads(loss.backward(), &critic);
-            let actor_grads = match actor_step {
-                true => Some(self.actor_grads(obs, share)?),
-                false => None,
-            };
-            Ok(move || {
-                *out = Some(RowsGrads {
-                    critic: critic_grads,
-                    critic_loss,
-                    td,
-                    actor: actor_grads,
-                })
-            })
+    ) -> Result<RowsGrads> {
+        let (b, o, a) = self.dims;
+        let (batch, learn, n) = (self.batch, self.learn, rows.len());
+        let share = n as f64 / b as f64;
+        let y = self.target_rows(noise, &rows);
+        let obs = matrix(&batch.obs[rows.start * o..rows.end * o], n, o, learn);
+        let act = matrix(&batch.action[rows.start * a..rows.end * a], n, a, learn);
+        let critic = own_leaves(self.critic);
+        let q = critic.forward(obs.clone(), act);
+        let td = host(ensemble_td_errors(q.clone(), y.clone()));
+        let loss = match batch.unweighted() {
+            true => sac_critic_loss(q, y),
+            false => sac_critic_loss_weighted(q, y, column(&batch.weights[rows], learn)),
+        };
+        let loss = loss.mul_scalar(share);
+        let critic_loss = checked_loss("TD3 critic loss", &loss, self.step)?;
+        let critic_grads = GradientsParams::from_grads(loss.backward(), &critic);
+        let actor_grads = match actor_step {
+            true => Some(self.actor_grads(obs, share)?),
+            false => None,
+        };
+        Ok(RowsGrads {
+            critic: critic_grads,
+            critic_loss,
+            td,
+            actor: actor_grads,
         })
     }
 
@@ -506,15 +501,11 @@ impl OffPolicyLearner for Td3 {
             dims,
             step,
         };
-        let shares = row_shares(dims.0, 2);
-        let mut grads: Vec<Option<RowsGrads>> = shares.iter().map(|_| None).collect();
-        let jobs = shares.into_iter().zip(grads.iter_mut()).map(|(rows, out)| {
+        let what = format!("TD3 gradients {step}");
+        let grads = run_by_rows(&mut self.parts, &what, (dims.0, 2), |rows| {
             let noise = noise.clone().narrow(0, rows.start, rows.len());
-            view.rows_part(rows, noise, actor_step, out)
-        });
-        self.parts
-            .run(&format!("TD3 gradients {step}"), jobs.collect())?;
-        let grads: Vec<RowsGrads> = grads.into_iter().flatten().collect();
+            view.rows_grads(rows, noise, actor_step)
+        })?;
         let critic_loss: f64 = grads.iter().map(|g| g.critic_loss).sum();
         let td: Vec<f32> = grads.iter().flat_map(|g| g.td.iter().copied()).collect();
         let (mut critic_grads, mut actor_grads, mut actor_loss) = (Vec::new(), Vec::new(), 0.0);
