@@ -6,8 +6,11 @@
 //! step against the mean of all ten critics. The ten critics are two ensembles of five,
 //! each with its own loss and Adam step (Adam is per weight, so this is the same as one
 //! ensemble of ten), which the update runs side by side on two cores with the library's
-//! [`ember::algo::parts`], beside the actor's step. Its learning test (`tests/redq_example.rs`)
-//! trains it on Pendulum-v1 beside the library's SAC with the same seed and settings.
+//! [`ember::algo::parts`]. The targets are split by rows (half of the batch per core), and
+//! so is the actor's step: each half of its rows is a part beside a critic half, and the
+//! halves' gradients are summed ([`ember::algo::parts::sum_gradients`]) for one step. Its
+//! learning test (`tests/redq_example.rs`) trains it on Pendulum-v1 beside the library's
+//! SAC with the same seed and settings.
 //!
 //! `cargo run --release --example custom_redq` (seed 1)
 
@@ -15,7 +18,9 @@ use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use ember::algo::checkpoint::{existing_dir, write_dir_atomically};
-use ember::algo::parts::{Part, Parts, UpdateSchedule, part};
+use ember::algo::parts::{
+    Part, Parts, UpdateSchedule, own_leaves, part, row_shares, run_by_rows, sum_gradients,
+};
 use ember::algo::tensors::{column, learner_devices, matrix, obs_batch};
 use ember::algo::{
     ActingCopy, ActionBuf, Agent, Checkpoint, Devices, OffPolicyConfig, OffPolicyLearner,
@@ -137,6 +142,44 @@ fn critic_part<'a>(
     })
 }
 
+/// One share of the rows' actor and temperature gradients (each loss scaled by the share's
+/// fraction of the rows) and its share of the actor loss.
+struct ActorGrads {
+    actor: GradientsParams,
+    alpha: GradientsParams,
+    loss: f64,
+}
+
+/// The actor's and α's gradients over the rows `obs` (noise `eps`), against the mean of all
+/// ten critics, frozen. Each network is differentiated through a copy of its own
+/// ([`own_leaves`]), so two shares' graphs are independent.
+fn actor_grads(
+    (actor, temperature, critics): (&GaussianTanhPolicy, &Temperature, &[CriticEnsemble; 2]),
+    (obs, eps): (Tensor<2>, Tensor<2>),
+    alpha: f64,
+    share: f64,
+    step: u64,
+) -> Result<ActorGrads> {
+    let (actor, temperature) = (own_leaves(actor), own_leaves(temperature));
+    let (act, logp) = actor.sample(obs.clone(), eps);
+    let q = critics
+        .each_ref()
+        .map(|c| c.clone().no_grad().forward(obs.clone(), act.clone()));
+    let [rows, act_dim] = act.dims();
+    let q = Tensor::cat(q.to_vec(), 0).mean_dim(0).reshape([rows, 1]);
+    let actor_loss = sac_actor_loss(logp.clone(), q, alpha).mul_scalar(share);
+    let loss = checked_loss("REDQ actor loss", &actor_loss, step)?;
+    let log_alpha = temperature.log_alpha.val();
+    let alpha_loss =
+        sac_temperature_loss(log_alpha, logp.detach(), -(act_dim as f64)).mul_scalar(share);
+    checked_loss("REDQ temperature loss", &alpha_loss, step)?;
+    Ok(ActorGrads {
+        actor: GradientsParams::from_grads(actor_loss.backward(), &actor),
+        alpha: GradientsParams::from_grads(alpha_loss.backward(), &temperature),
+        loss,
+    })
+}
+
 impl OffPolicyLearner for Redq {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         batch.check(self.obs_dim, self.act_dim)?;
@@ -160,67 +203,70 @@ impl OffPolicyLearner for Redq {
             column(&gammas, &self.plain),
         ];
         let (actor, targets) = (self.actor.valid(), &self.targets);
-        let mut y = [None, None];
-        let jobs = y.iter_mut().enumerate().map(|(half, out)| {
-            let rows = |t: &Tensor<2>| t.clone().narrow(0, half * b / 2, b / 2 + half * (b % 2));
+        let what = format!("REDQ targets {step}");
+        let y = run_by_rows(&mut self.parts, &what, (b, 2), |rows| {
+            let rows = |t: &Tensor<2>| t.clone().narrow(0, rows.start, rows.len());
             let (s, e, r, d, g) = (rows(&next_obs), rows(&eps), rows(&r), rows(&d), rows(&g));
-            let actor = actor.clone();
-            part(move || {
-                let (next_a, next_logp) = actor.sample(s.clone(), e);
-                // Only the two picked target critics are evaluated.
-                let q = |k: usize| {
-                    targets[k / HALF]
-                        .member(k % HALF)
-                        .forward(s.clone(), next_a.clone())
-                };
-                let y = sac_target_discounted(r, d, q(i).min_pair(q(j)), next_logp, alpha, g);
-                Ok(move || *out = Some(Tensor::<2>::from_inner(y)))
-            })
-        });
-        self.parts
-            .run(&format!("REDQ targets {step}"), jobs.collect())?;
-        let y = Tensor::cat(y.into_iter().flatten().collect(), 0);
+            let (next_a, next_logp) = actor.sample(s.clone(), e);
+            // Only the two picked target critics are evaluated.
+            let q = |k: usize| {
+                targets[k / HALF]
+                    .member(k % HALF)
+                    .forward(s.clone(), next_a.clone())
+            };
+            Ok(sac_target_discounted(
+                r,
+                d,
+                q(i).min_pair(q(j)),
+                next_logp,
+                alpha,
+                g,
+            ))
+        })?;
+        let y = Tensor::from_inner(Tensor::cat(y, 0));
         let obs = matrix(&batch.obs, b, o, &self.learn);
         let act = matrix(&batch.action, b, a, &self.learn);
-        // The two critic halves side by side; once per env step also the actor against
-        // the mean of all critics (as they were before this update) and α. Every loss is
-        // checked before anything steps.
-        let (mut half_a, mut half_b, mut actor_out) = (None, None, None);
+        // The two critic halves side by side. Every loss is checked before anything steps.
+        let (mut half_a, mut half_b, mut actor_rows) = (None, None, [None, None]);
         let inputs = || (obs.clone(), act.clone(), y.clone());
         let half = |k: usize| (&self.critics[k], &self.targets[k], &self.critic_opts[k]);
         let mut parts = vec![
             critic_part(half(0), inputs(), step, &mut half_a),
             critic_part(half(1), inputs(), step, &mut half_b),
         ];
-        if step % UPDATES_PER_STEP as u64 == UPDATES_PER_STEP as u64 - 1 {
+        // Once per env step also the actor against the mean of all critics (as they were
+        // before this update) and α: each half of the rows is a part of its own, beside a
+        // critic half on each core; their gradients are summed and stepped after the run.
+        let actor_step = step % UPDATES_PER_STEP as u64 == UPDATES_PER_STEP as u64 - 1;
+        if actor_step {
             let eps = noise::standard_normal(b, a, &mut rng, &self.learn);
-            let (actor, temperature, opts) = (&self.actor, &self.temperature, &self.actor_opts);
-            let (obs, critics) = (obs.clone(), &self.critics);
-            let out = &mut actor_out;
-            parts.push(part(move || {
-                let (act, logp) = actor.sample(obs.clone(), eps);
-                let q = critics
-                    .each_ref()
-                    .map(|c| c.clone().no_grad().forward(obs.clone(), act.clone()));
-                let q = Tensor::cat(q.to_vec(), 0).mean_dim(0).reshape([b, 1]);
-                let actor_loss = sac_actor_loss(logp.clone(), q, alpha);
-                let value = checked_loss("REDQ actor loss", &actor_loss, step)?;
-                let log_alpha = temperature.log_alpha.val();
-                let alpha_loss = sac_temperature_loss(log_alpha, logp.detach(), -(a as f64));
-                checked_loss("REDQ temperature loss", &alpha_loss, step)?;
-                let actor_grads = GradientsParams::from_grads(actor_loss.backward(), actor);
-                let t_grads = GradientsParams::from_grads(alpha_loss.backward(), temperature);
-                Ok(move || {
-                    let (mut actor, mut temperature) = (actor.clone(), temperature.clone());
-                    let mut opts = opts.clone();
-                    step_in_place(&mut opts[0], LR, &mut actor, actor_grads);
-                    step_in_place(&mut opts[1], LR, &mut temperature, t_grads);
-                    *out = Some((actor, temperature, opts, value));
-                })
-            }));
+            let shares = row_shares(b, 2).into_iter().zip(&mut actor_rows);
+            for (rows, out) in shares {
+                let part_of = |t: &Tensor<2>| t.clone().narrow(0, rows.start, rows.len());
+                let (obs, eps) = (part_of(&obs), part_of(&eps));
+                let share = rows.len() as f64 / b as f64;
+                let nets = (&self.actor, &self.temperature, &self.critics);
+                parts.push(part(move || {
+                    let grads = actor_grads(nets, (obs, eps), alpha, share, step)?;
+                    Ok(move || *out = Some(grads))
+                }));
+            }
         }
         self.parts.run(&format!("REDQ update {step}"), parts)?;
         let mut update = Update::default();
+        // The actor's and α's steps on clones, before anything moves into the learner.
+        let shares: Vec<ActorGrads> = actor_rows.into_iter().flatten().collect();
+        let actor_out = (!shares.is_empty()).then(|| {
+            let loss: f64 = shares.iter().map(|g| g.loss).sum();
+            let (actor, alpha) = shares.into_iter().map(|g| (g.actor, g.alpha)).unzip();
+            let (mut actor_net, mut temperature) = (self.actor.clone(), self.temperature.clone());
+            let mut opts = self.actor_opts.clone();
+            let actor = sum_gradients(&actor_net, actor);
+            let alpha = sum_gradients(&temperature, alpha);
+            step_in_place(&mut opts[0], LR, &mut actor_net, actor);
+            step_in_place(&mut opts[1], LR, &mut temperature, alpha);
+            (actor_net, temperature, opts, loss)
+        });
         for (k, half) in [half_a, half_b].into_iter().enumerate() {
             let (target, critic, opt, loss) = half.expect("committed");
             (self.targets[k], self.critics[k], self.critic_opts[k]) = (target, critic, opt);
