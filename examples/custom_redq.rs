@@ -21,7 +21,7 @@ use ember::algo::checkpoint::{existing_dir, write_dir_atomically};
 use ember::algo::parts::{
     Part, Parts, UpdateSchedule, own_leaves, part, row_shares, run_by_rows, sum_gradients,
 };
-use ember::algo::tensors::{column, learner_devices, matrix, obs_batch};
+use ember::algo::tensors::{column, learner_devices, matrix, obs_batch, rows_of};
 use ember::algo::{
     ActingCopy, ActionBuf, Agent, Checkpoint, Devices, OffPolicyConfig, OffPolicyLearner,
     OffPolicyTrainer, OptimizerKind, Persist, PolicyWeights, Progress, SacConfig, TrainReport,
@@ -205,8 +205,8 @@ impl OffPolicyLearner for Redq {
         let (actor, targets) = (self.actor.valid(), &self.targets);
         let what = format!("REDQ targets {step}");
         let y = run_by_rows(&mut self.parts, &what, (b, 2), |rows| {
-            let rows = |t: &Tensor<2>| t.clone().narrow(0, rows.start, rows.len());
-            let (s, e, r, d, g) = (rows(&next_obs), rows(&eps), rows(&r), rows(&d), rows(&g));
+            let of = |t: &Tensor<2>| rows_of(t, &rows);
+            let (s, e, r, d, g) = (of(&next_obs), of(&eps), of(&r), of(&d), of(&g));
             let (next_a, next_logp) = actor.sample(s.clone(), e);
             // Only the two picked target critics are evaluated.
             let q = |k: usize| {
@@ -242,8 +242,7 @@ impl OffPolicyLearner for Redq {
             let eps = noise::standard_normal(b, a, &mut rng, &self.learn);
             let shares = row_shares(b, 2).into_iter().zip(&mut actor_rows);
             for (rows, out) in shares {
-                let part_of = |t: &Tensor<2>| t.clone().narrow(0, rows.start, rows.len());
-                let (obs, eps) = (part_of(&obs), part_of(&eps));
+                let (obs, eps) = (rows_of(&obs, &rows), rows_of(&eps, &rows));
                 let share = rows.len() as f64 / b as f64;
                 let nets = (&self.actor, &self.temperature, &self.critics);
                 parts.push(part(move || {

@@ -13,7 +13,7 @@ use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::parts::{Part, Parts, UpdateSchedule, own_leaves, part, run_by_rows, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
-use crate::tensors::{column, host, matrix};
+use crate::tensors::{column, host, matrix, rows_of};
 use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
@@ -503,8 +503,7 @@ impl OffPolicyLearner for Td3 {
         };
         let what = format!("TD3 gradients {step}");
         let grads = run_by_rows(&mut self.parts, &what, (dims.0, 2), |rows| {
-            let noise = noise.clone().narrow(0, rows.start, rows.len());
-            view.rows_grads(rows, noise, actor_step)
+            view.rows_grads(rows.clone(), rows_of(&noise, &rows), actor_step)
         })?;
         let critic_loss: f64 = grads.iter().map(|g| g.critic_loss).sum();
         let td: Vec<f32> = grads.iter().flat_map(|g| g.td.iter().copied()).collect();

@@ -13,6 +13,12 @@ pub fn column(values: &[f32], device: &Device) -> Tensor<2> {
     matrix(values, values.len(), 1, device)
 }
 
+/// Rows `rows` of a `[n, cols]` tensor (a view where the backend allows): one share of a
+/// batch for an update split by rows (`crate::parts::run_by_rows`).
+pub fn rows_of(t: &Tensor<2>, rows: &std::ops::Range<usize>) -> Tensor<2> {
+    t.clone().narrow(0, rows.start, rows.len())
+}
+
 /// A `[n, 1]` integer column from discrete actions stored as `f32`.
 pub fn index_column(values: &[f32], device: &Device) -> Tensor<2, Int> {
     let v: Vec<i64> = values.iter().map(|&x| x as i64).collect();
