@@ -5,6 +5,7 @@
 //! half leaves it as it was.
 
 use crate::optimizer::step_in_place;
+use crate::tensors::rows_of;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 use ember_core::{Error, Result};
@@ -86,11 +87,11 @@ pub(super) fn next_values(
     let (obs, noise) = if from == 0 && to == rows {
         (x.next_obs.clone(), x.noise_next.clone())
     } else {
-        let obs = x.next_obs.clone().narrow(0, from, to - from);
+        let obs = rows_of(&x.next_obs, &(from..to));
         let noise = if actor.is_sde() {
             x.noise_next.clone()
         } else {
-            x.noise_next.clone().narrow(0, from, to - from)
+            rows_of(&x.noise_next, &(from..to))
         };
         (obs, noise)
     };
