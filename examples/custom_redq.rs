@@ -50,6 +50,20 @@ const GAMMA: f64 = 0.99;
 const TAU: f64 = 0.005;
 const LR: f64 = 1e-3;
 
+/// The sizes and the schedule of a run. The default (every run but `--steps` with the
+/// flags below, and the learning test): `HIDDEN` critics, SAC's 256×256 actor, SAC's
+/// Pendulum batches of 256, the parts side by side. `--width 2 --batch 2` leaves the update
+/// almost no arithmetic, so its time is what its operations cost apart from their sizes;
+/// `--sequential` runs its parts one after the other on one core.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shapes {
+    /// Every hidden layer's width, the actor's and the critics' (`None`: the default).
+    width: Option<usize>,
+    /// Rows per update (`None`: the preset's).
+    batch: Option<usize>,
+    schedule: UpdateSchedule,
+}
+
 struct Redq {
     obs_dim: usize,
     act_dim: usize,
@@ -70,16 +84,21 @@ struct Redq {
 }
 
 impl Redq {
-    fn new(env: &dyn VecEnv, seed: u64, devices: &Devices) -> Result<Redq> {
+    fn new(env: &dyn VecEnv, seed: u64, devices: &Devices, shapes: Shapes) -> Result<Redq> {
         let (plain, learn, _seeded) = learner_devices(&devices.learn, seed);
         let obs_dim = env.single_observation_space().flat_dim();
         let ember::core::Space::Box(b) = env.single_action_space() else {
             unreachable!("Pendulum-v1 has a Box action space")
         };
-        let actor = GaussianTanhPolicyConfig::new(obs_dim, b.dim())
-            .with_bounds(b.low().to_vec(), b.high().to_vec())
-            .init(&learn)?;
-        let config = CriticEnsembleConfig::new(HALF, obs_dim + b.dim(), HIDDEN);
+        let mut actor = GaussianTanhPolicyConfig::new(obs_dim, b.dim())
+            .with_bounds(b.low().to_vec(), b.high().to_vec());
+        let mut hidden = HIDDEN;
+        if let Some(w) = shapes.width {
+            actor = actor.with_hidden([w, w]);
+            hidden = [w, w];
+        }
+        let actor = actor.init(&learn)?;
+        let config = CriticEnsembleConfig::new(HALF, obs_dim + b.dim(), hidden);
         let critics = [config.init(&learn)?, config.init(&learn)?];
         let adam = || OptimizerKind::Adam.build(0.0, &learn);
         Ok(Redq {
@@ -94,7 +113,7 @@ impl Redq {
             actor_opts: [adam(), adam()],
             rng: EmberRng::seed_from(seed).fork(9),
             progress: Progress::default(),
-            parts: UpdateSchedule::Parallel.parts("redq"),
+            parts: shapes.schedule.parts("redq"),
             learn,
             plain,
         })
@@ -324,15 +343,21 @@ impl Persist for Redq {
 /// # Errors
 /// An error of the environment or the learner.
 pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
-    train_redq(seed, None, eval_every)
+    train_redq(seed, None, eval_every, Shapes::default())
 }
 
 /// SAC's Pendulum-v1 trainer settings with `UPDATES_PER_STEP` updates per env step, for
 /// `steps` env steps (`None`: the preset's) with evaluations every `eval_every` steps (0:
-/// none; then it does not stop early).
-fn trainer_config(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<OffPolicyConfig> {
+/// none; then it does not stop early), with batches of `batch` rows (`None`: the preset's).
+fn trainer_config(
+    seed: u64,
+    steps: Option<u64>,
+    eval_every: u64,
+    batch: Option<usize>,
+) -> Result<OffPolicyConfig> {
     let (_, trainer) = SacConfig::zoo("Pendulum-v1")?;
     Ok(OffPolicyConfig {
+        batch_size: batch.unwrap_or(trainer.batch_size),
         gradient_steps: UPDATES_PER_STEP,
         eval_every,
         target_return: (eval_every > 0).then_some(-200.0),
@@ -342,18 +367,23 @@ fn trainer_config(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<OffP
     })
 }
 
-/// A fresh REDQ learner and its Pendulum-v1 environment.
-fn set_up(seed: u64) -> Result<(Redq, SyncVecEnv)> {
+/// A fresh REDQ learner of `shapes` and its Pendulum-v1 environment.
+fn set_up(seed: u64, shapes: Shapes) -> Result<(Redq, SyncVecEnv)> {
     let device = ember::backend::DeviceSpec::Flex.device()?;
     let env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
-    Ok((Redq::new(&env, seed, &Devices::same(&device))?, env))
+    Ok((Redq::new(&env, seed, &Devices::same(&device), shapes)?, env))
 }
 
 /// [`run_redq`] for `steps` env steps (`None`: the preset's) with evaluations every
-/// `eval_every` steps (0: none; then it does not stop early).
-fn train_redq(seed: u64, steps: Option<u64>, eval_every: u64) -> Result<TrainReport> {
-    let (mut redq, mut env) = set_up(seed)?;
-    let config = trainer_config(seed, steps, eval_every)?;
+/// `eval_every` steps (0: none; then it does not stop early), of `shapes`.
+fn train_redq(
+    seed: u64,
+    steps: Option<u64>,
+    eval_every: u64,
+    shapes: Shapes,
+) -> Result<TrainReport> {
+    let (mut redq, mut env) = set_up(seed, shapes)?;
+    let config = trainer_config(seed, steps, eval_every, shapes.batch)?;
     let mut replay = config.build_replay(&env)?;
     let eval = ember::env::factory("Pendulum-v1")?;
     train_off_policy(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)
@@ -372,8 +402,8 @@ pub fn train_resumable(
     dir: &std::path::Path,
     save_every: u64,
 ) -> Result<(TrainReport, Vec<f32>)> {
-    let (mut redq, mut env) = set_up(seed)?;
-    let config = trainer_config(seed, Some(steps), 0)?;
+    let (mut redq, mut env) = set_up(seed, Shapes::default())?;
+    let config = trainer_config(seed, Some(steps), 0, None)?;
     let mut replay = config.build_replay(&env)?;
     let eval = ember::env::factory("Pendulum-v1")?;
     let mut trainer =
@@ -394,7 +424,8 @@ pub fn train_resumable(
 /// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
 /// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`).
 /// `custom_redq --steps N --state DIR`: the same, kept in `DIR` every 100 env steps and
-/// resumed from it when started again.
+/// resumed from it when started again. `--width W`, `--batch B` and `--sequential` after
+/// `--steps N` change the run's [`Shapes`] (not with `--state`).
 #[allow(dead_code)] // the learning test includes this file as a module
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -404,16 +435,10 @@ fn main() -> Result<()> {
         let steps = n
             .parse()
             .map_err(|_| ember::core::Error::invalid("--steps", n, "a number of env steps"))?;
-        let r = match rest {
-            [] => train_redq(1, Some(steps), 0)?,
-            [flag, dir] if flag == "--state" => train_resumable(1, steps, dir.as_ref(), 100)?.0,
-            _ => {
-                return Err(ember::core::Error::invalid(
-                    "arguments",
-                    rest.join(" "),
-                    "--state DIR",
-                ));
-            }
+        let (state, shapes) = parse_flags(rest)?;
+        let r = match state {
+            None => train_redq(1, Some(steps), 0, shapes)?,
+            Some(dir) => train_resumable(1, steps, dir.as_ref(), 100)?.0,
         };
         let rate = r.env_steps as f64 / r.wall_secs;
         println!(
@@ -428,4 +453,43 @@ fn main() -> Result<()> {
     }
     println!("{} updates in {:.1} s", report.updates, report.wall_secs);
     Ok(())
+}
+
+/// The flags after `--steps N`: `--state DIR` (the default shapes only), `--width W`,
+/// `--batch B`, `--sequential`.
+fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
+    use ember::core::Error;
+    let count = |flag: &str, value: Option<&String>| -> Result<usize> {
+        let value = value.map(String::as_str).unwrap_or("");
+        match value.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(Error::invalid(flag, value, "a positive whole number")),
+        }
+    };
+    let (mut state, mut shapes, mut flags) = (None, Shapes::default(), flags.iter());
+    while let Some(flag) = flags.next() {
+        match flag.as_str() {
+            "--state" => match flags.next() {
+                Some(dir) => state = Some(dir.as_str()),
+                None => return Err(Error::invalid("--state", "", "a folder")),
+            },
+            "--width" => shapes.width = Some(count(flag, flags.next())?),
+            "--batch" => shapes.batch = Some(count(flag, flags.next())?),
+            "--sequential" => shapes.schedule = UpdateSchedule::Sequential,
+            _ => {
+                let expected = "--state DIR, --width W, --batch B or --sequential";
+                return Err(Error::invalid("argument", flag, expected));
+            }
+        }
+    }
+    let default = (shapes.width, shapes.batch, shapes.schedule) == (None, None, Default::default());
+    if state.is_some() && !default {
+        let flags = "--width, --batch or --sequential";
+        return Err(Error::invalid(
+            "--state",
+            flags,
+            "the default shapes (runs keep no shapes)",
+        ));
+    }
+    Ok((state, shapes))
 }
