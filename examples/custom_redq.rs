@@ -55,13 +55,14 @@ const LR: f64 = 1e-3;
 /// Pendulum batches of 256, the parts side by side. `--width 2 --batch 2` leaves the update
 /// almost no arithmetic, so its time is what its operations cost apart from their sizes;
 /// `--sequential` runs its parts one after the other on one core.
-#[derive(Clone, Copy, Debug, Default)]
-struct Shapes {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shapes {
     /// Every hidden layer's width, the actor's and the critics' (`None`: the default).
-    width: Option<usize>,
+    pub width: Option<usize>,
     /// Rows per update (`None`: the preset's).
-    batch: Option<usize>,
-    schedule: UpdateSchedule,
+    pub batch: Option<usize>,
+    /// The update's parts side by side or one after the other.
+    pub schedule: UpdateSchedule,
 }
 
 struct Redq {
@@ -457,7 +458,11 @@ fn main() -> Result<()> {
 
 /// The flags after `--steps N`: `--state DIR` (the default shapes only), `--width W`,
 /// `--batch B`, `--sequential`.
-fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
+///
+/// # Errors
+/// A flag that is unknown or lacks its value, a width or batch that is not a positive
+/// whole number, or `--state` with shapes other than the default.
+pub fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
     use ember::core::Error;
     let count = |flag: &str, value: Option<&String>| -> Result<usize> {
         let value = value.map(String::as_str).unwrap_or("");
@@ -482,8 +487,7 @@ fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
             }
         }
     }
-    let default = (shapes.width, shapes.batch, shapes.schedule) == (None, None, Default::default());
-    if state.is_some() && !default {
+    if state.is_some() && shapes != Shapes::default() {
         let flags = "--width, --batch or --sequential";
         return Err(Error::invalid(
             "--state",

@@ -170,3 +170,40 @@ fn redq_killed_at_random_instants_resumes_exactly() {
     assert_eq!(got, expected);
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// `custom_redq --steps N`'s flags: the shapes they set, and an error naming the flag for
+/// every bad one (no run starts).
+#[test]
+fn redq_flags_set_shapes_and_name_bad_ones() {
+    use ember::algo::UpdateSchedule;
+    let parse = |flags: &[&str]| {
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        redq::parse_flags(&flags)
+            .map(|(state, shapes)| (state.map(str::to_string), shapes))
+            .map_err(|e| e.to_string())
+    };
+    let (state, shapes) = parse(&["--width", "2", "--batch", "3", "--sequential"]).unwrap();
+    assert_eq!(state, None);
+    assert_eq!(
+        shapes,
+        redq::Shapes {
+            width: Some(2),
+            batch: Some(3),
+            schedule: UpdateSchedule::Sequential
+        }
+    );
+    let (state, shapes) = parse(&["--state", "runs/a"]).unwrap();
+    assert_eq!(state.as_deref(), Some("runs/a"));
+    assert_eq!(shapes, redq::Shapes::default());
+    for (flags, named) in [
+        (&["--width", "0"][..], "--width"),
+        (&["--batch", "x"][..], "--batch"),
+        (&["--batch"][..], "--batch"),
+        (&["--state"][..], "--state"),
+        (&["--widht", "2"][..], "--widht"),
+        (&["--state", "runs/a", "--sequential"][..], "--state"),
+    ] {
+        let err = parse(flags).expect_err(&format!("{flags:?} must be refused"));
+        assert!(err.contains(named), "{flags:?}: {err}");
+    }
+}
