@@ -11,6 +11,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tonic_prost_build::configure()
             .build_client(true)
             .build_server(true)
+            // The policy's weights: encoded once per version, shared by every answer.
+            .bytes(".ember.v1.PolicyWeights.params")
             .compile_fds(fds)?;
     }
     Ok(())

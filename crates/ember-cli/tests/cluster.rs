@@ -430,3 +430,115 @@ fn launch_runs_its_cluster_over_tls_with_a_token_of_its_own() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("makes its own"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// CartPole transitions of random play as `batches` rows-layout batches of `rows`.
+fn cartpole_batches(batches: usize, rows: usize) -> Vec<Vec<f32>> {
+    use ember_core::{Action, Transition};
+    let layout = ember_dist::cluster::TransitionRows {
+        obs_dim: 4,
+        act_dim: 1,
+    };
+    let mut env = ember_env::make("CartPole-v1").unwrap();
+    let mut rng = ember_core::EmberRng::seed_from(3);
+    let mut obs = env.reset(Some(3)).unwrap();
+    (0..batches)
+        .map(|_| {
+            let mut values = Vec::new();
+            for _ in 0..rows {
+                let a = (rng.next_f64() < 0.5) as usize;
+                let step = env.step(Action::Discrete(a)).unwrap();
+                let next = step.obs.clone();
+                let t = Transition {
+                    obs: &obs,
+                    action: &[a as f32],
+                    reward: step.reward as f32,
+                    next_obs: &next,
+                    terminated: step.terminated,
+                    truncated: step.truncated,
+                };
+                layout.push(&t, &mut values).unwrap();
+                obs = if step.terminated || step.truncated {
+                    env.reset(None).unwrap()
+                } else {
+                    next
+                };
+            }
+            values
+        })
+        .collect()
+}
+
+#[test]
+fn a_poisoned_and_damaged_log_is_set_aside_and_the_learner_trains_on() {
+    let dir = temp("poisoned");
+    let learner = dir.join("learner");
+    std::fs::create_dir_all(&learner).unwrap();
+    let log_path = learner.join(ember_dist::cluster::LOG_FILE);
+    let (mut log, _) = TransitionLog::open(&log_path).unwrap();
+    let batches = cartpole_batches(30, 50);
+    let record = |actor: u64, seq: u64, values: Vec<f32>| ember_dist::Record {
+        actor,
+        run: 1,
+        seq,
+        width: 12,
+        values,
+    };
+    for (i, values) in batches.iter().enumerate() {
+        log.append(&[record(1, i as u64 + 1, values.clone())])
+            .unwrap();
+        if i == 20 {
+            // A record the door would have refused: a terminated flag of 0.5.
+            let mut poisoned = values.clone();
+            poisoned[10] = 0.5;
+            log.append(&[record(9, 1, poisoned)]).unwrap();
+        }
+    }
+    drop(log);
+    // Damage inside batch 5 (header 12 bytes, records 8 + 28 + 50 · 12 · 4 bytes each).
+    let mut bytes = std::fs::read(&log_path).unwrap();
+    let record_len = 8 + 28 + 50 * 12 * 4;
+    bytes[12 + 4 * record_len + 100] ^= 0xff;
+    std::fs::write(&log_path, &bytes).unwrap();
+
+    let addr = format!("127.0.0.1:{}", free_port());
+    // 1,450 usable rows in the log: 1,400 steps finish from the log alone.
+    let out = Command::new(EMBER)
+        .args(["serve", "dqn", "--env", "CartPole-v1", "--dir"])
+        .arg(&learner)
+        .args([
+            "--insecure",
+            "--addr",
+            &addr,
+            "--seed",
+            "1",
+            "--steps",
+            "1400",
+        ])
+        .args(["--linger-secs", "0", "--checkpoint-secs", "0.5", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the learner failed: {stderr}");
+    assert!(
+        stderr.contains(
+            "quarantined batch 1 of actor 9 (run 1, 50 rows): invalid row 0 terminated: got 0.5"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("was damaged"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(report["quarantined"], 1, "{report}");
+    assert!(report["env_steps"].as_u64().unwrap() >= 1400, "{report}");
+    assert!(report["updates"].as_u64().unwrap() > 0, "{report}");
+    // Nothing is lost: the poisoned batch is in the quarantine log, the damaged bytes
+    // beside the log, every other batch still in the log.
+    let (_, kept) = TransitionLog::open(&learner.join("quarantine.wal")).unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!((kept[0].actor, kept[0].values[10]), (9, 0.5));
+    let damaged = std::fs::metadata(learner.join("transitions.wal.damaged")).unwrap();
+    assert_eq!(damaged.len(), record_len as u64);
+    let (_, left) = TransitionLog::open(&log_path).unwrap();
+    assert_eq!(left.len(), 30, "29 good batches and the poisoned one");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,25 +14,32 @@
 //! stream must carry and TLS (rustls, optionally mutual); the plain constructors serve and
 //! dial plain text without a token, for tests and loopback.
 
+mod ingest;
+mod limits;
+mod listener;
 mod policy;
 pub mod security;
+mod service;
 
+pub use ingest::{BatchRules, TransitionIngest};
+pub use limits::{GrpcLimits, PeerStats, Refusals, ServerStats};
 pub use policy::{PolicyBoard, PolicyClient, PublishedPolicy};
 pub use security::{ClientSecurity, ClientTls, SelfSigned, ServerSecurity, ServerTls, Token};
 
 use crate::inference::InferenceHandle;
 use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
-use crate::wal::{Appended, Record, TransitionLog};
 use ember_algo::{ActionBuf, Agent};
 use ember_core::{EmberRng, Error, Result};
+use limits::{Peers, descriptor_limit};
 use security::{TokenAuth, TokenCheck};
+use service::LearnerImpl;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status, Streaming};
@@ -43,104 +50,10 @@ pub mod proto {
     tonic::include_proto!("ember.v1");
 }
 
-use proto::learner_server::{Learner, LearnerServer};
+use proto::learner_server::LearnerServer;
 use proto::parameter_server_server::{
     ParameterServer as PsService, ParameterServerServer as PsServer,
 };
-
-/// Message-size, request and stream limits of a server (and the clients' receive limit).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GrpcLimits {
-    /// The largest encoded message accepted or sent, in bytes.
-    pub max_message_bytes: usize,
-    /// The most observation rows in one request.
-    pub max_rows: usize,
-    /// The most actor streams (inference and transition streams together) a learner holds
-    /// at once; a stream past it is refused with `RESOURCE_EXHAUSTED`.
-    pub max_streams: usize,
-    /// The most messages per second read from one stream (a burst of one second's worth
-    /// is allowed); a faster peer is slowed down, not dropped. `f64::INFINITY`: no limit.
-    pub max_stream_rate: f64,
-}
-
-impl Default for GrpcLimits {
-    fn default() -> Self {
-        GrpcLimits {
-            max_message_bytes: 4 << 20,
-            max_rows: 4096,
-            max_streams: 1024,
-            max_stream_rate: 100_000.0,
-        }
-    }
-}
-
-/// Counts a learner's open actor streams against [`GrpcLimits::max_streams`].
-#[derive(Clone)]
-struct StreamSlots {
-    open: Arc<AtomicUsize>,
-    max: usize,
-}
-
-/// One open stream's place; given back when dropped (the stream's reader ends).
-struct StreamSlot(Arc<AtomicUsize>);
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl StreamSlots {
-    fn take(&self) -> std::result::Result<StreamSlot, Status> {
-        let max = self.max;
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .map(|_| StreamSlot(self.open.clone()))
-            .map_err(|n| {
-                Status::resource_exhausted(format!(
-                    "{n} actor streams are open, the learner takes at most {max}"
-                ))
-            })
-    }
-}
-
-/// A token bucket pacing one stream's reads to [`GrpcLimits::max_stream_rate`].
-struct Pace {
-    rate: f64,
-    tokens: f64,
-    last: tokio::time::Instant,
-}
-
-impl Pace {
-    fn new(rate: f64) -> Pace {
-        Pace {
-            rate,
-            tokens: rate.max(1.0),
-            last: tokio::time::Instant::now(),
-        }
-    }
-
-    /// Waits until the stream may read its next message.
-    async fn next(&mut self) {
-        if !self.rate.is_finite() {
-            return;
-        }
-        let now = tokio::time::Instant::now();
-        let burst = self.rate.max(1.0);
-        self.tokens =
-            (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(burst);
-        self.last = now;
-        if self.tokens < 1.0 {
-            let wait = Duration::from_secs_f64((1.0 - self.tokens) / self.rate);
-            tokio::time::sleep(wait).await;
-            self.tokens = 1.0;
-            self.last = tokio::time::Instant::now();
-        }
-        self.tokens -= 1.0;
-    }
-}
 
 /// The kind of actions a learner answers with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +65,7 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ActionKind::Discrete => "discrete",
             ActionKind::Continuous => "continuous",
@@ -175,6 +88,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 pub struct GrpcServer {
     addr: SocketAddr,
     refused: Arc<AtomicU64>,
+    peers: Peers,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -238,21 +152,19 @@ impl GrpcServer {
         limits: GrpcLimits,
         security: &ServerSecurity,
     ) -> Result<Self> {
+        let peers = Peers::new(limits, limits.connections_within(descriptor_limit()));
         let service = LearnerImpl {
             inference: services.inference,
             kind: services.kind,
             limits,
             ingest: services.ingest,
             policy: services.policy,
-            slots: StreamSlots {
-                open: Arc::new(AtomicUsize::new(0)),
-                max: limits.max_streams,
-            },
+            peers: peers.clone(),
         };
         let svc = LearnerServer::new(service)
             .max_decoding_message_size(limits.max_message_bytes)
             .max_encoding_message_size(limits.max_message_bytes);
-        Self::start(addr, security, move |b, check| {
+        Self::start(addr, security, limits, peers, move |b, check| {
             b.add_service(InterceptedService::new(svc, check))
         })
     }
@@ -284,7 +196,8 @@ impl GrpcServer {
         })
         .max_decoding_message_size(limits.max_message_bytes)
         .max_encoding_message_size(limits.max_message_bytes);
-        Self::start(addr, security, move |b, check| {
+        let peers = Peers::new(limits, limits.connections_within(descriptor_limit()));
+        Self::start(addr, security, limits, peers, move |b, check| {
             b.add_service(InterceptedService::new(svc, check))
         })
     }
@@ -294,9 +207,18 @@ impl GrpcServer {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// Open connections and streams, each peer's share, and refusals by reason.
+    pub fn stats(&self) -> ServerStats {
+        let mut stats = self.peers.stats();
+        stats.refused.token = self.refused();
+        stats
+    }
+
     fn start(
         addr: &str,
         security: &ServerSecurity,
+        limits: GrpcLimits,
+        peers: Peers,
         add: impl FnOnce(&mut tonic::transport::Server, TokenCheck) -> tonic::transport::server::Router
         + Send
         + 'static,
@@ -306,9 +228,15 @@ impl GrpcServer {
             token: security.token.clone(),
             refused: refused.clone(),
         };
-        let mut server = tonic::transport::Server::builder();
+        // HTTP/2 keepalive frees the slots of a dead peer; the stream cap per connection
+        // bounds what one connection can hold (tonic's own default is no limit).
+        let mut server = tonic::transport::Server::builder()
+            .max_concurrent_streams(Some(limits.max_streams_per_connection))
+            .http2_keepalive_interval(Some(limits.keepalive))
+            .http2_keepalive_timeout(Some(limits.keepalive));
         if let Some(tls) = &security.tls {
-            server = server.tls_config(tls.config()).map_err(|e| {
+            let tls = tls.config().timeout(limits.handshake_timeout);
+            server = server.tls_config(tls).map_err(|e| {
                 Error::invalid("TLS certificate and key", "the server's", error_chain(&e))
             })?;
         }
@@ -327,6 +255,7 @@ impl GrpcServer {
             .build()
             .map_err(|e| io_unavailable("a tokio runtime", e))?;
         let (tx, rx) = oneshot::channel::<()>();
+        let accept_peers = peers.clone();
         let thread = std::thread::Builder::new()
             .name("ember-grpc-server".into())
             .spawn(move || {
@@ -339,15 +268,8 @@ impl GrpcServer {
                         }
                     };
                     let router = add(&mut server, check);
-                    // Answers go out at once: without TCP_NODELAY a reply larger than one
-                    // segment (weights, big action batches) waits for the peer's delayed
-                    // acknowledgement (~20-40 ms on Linux).
                     let incoming =
-                        tokio_stream::StreamExt::map(TcpListenerStream::new(listener), |conn| {
-                            conn.inspect(|s| {
-                                let _ = s.set_nodelay(true);
-                            })
-                        });
+                        listener::incoming(listener, accept_peers, limits.handshake_timeout);
                     // Stop: refuse new connections at once, give open streams a moment to
                     // finish, then drop them (an idle actor stream would otherwise hold a
                     // graceful shutdown forever).
@@ -375,6 +297,7 @@ impl GrpcServer {
         Ok(GrpcServer {
             addr: local,
             refused,
+            peers,
             shutdown: Some(tx),
             thread: Some(thread),
         })
@@ -408,293 +331,6 @@ pub struct LearnerServices {
     pub ingest: Option<TransitionIngest>,
     /// Policy publication for actors that act locally (`Learner.Policy`; `None`: refused).
     pub policy: Option<PolicyBoard>,
-}
-
-struct LearnerImpl {
-    inference: InferenceHandle,
-    kind: ActionKind,
-    limits: GrpcLimits,
-    ingest: Option<TransitionIngest>,
-    policy: Option<PolicyBoard>,
-    slots: StreamSlots,
-}
-
-/// The learner's side of the transition stream: batches are appended to its
-/// [`TransitionLog`] (durable before the acknowledgement), then handed to the learner
-/// through a bounded queue ([`TransitionIngest::new`]'s receiver). When the learner falls
-/// behind, the queue fills and the actors' streams wait: memory stays flat.
-#[derive(Clone)]
-pub struct TransitionIngest {
-    log: Arc<std::sync::Mutex<TransitionLog>>,
-    tx: std::sync::mpsc::SyncSender<Record>,
-    width: u32,
-    finished: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl TransitionIngest {
-    /// Ingest into `log` rows of `width` values; the learner reads stored batches from the
-    /// returned receiver (at most `queue` waiting).
-    pub fn new(
-        log: TransitionLog,
-        width: u32,
-        queue: usize,
-    ) -> (Self, std::sync::mpsc::Receiver<Record>) {
-        let (tx, rx) = std::sync::mpsc::sync_channel(queue.max(1));
-        (
-            TransitionIngest {
-                log: Arc::new(std::sync::Mutex::new(log)),
-                tx,
-                width,
-                finished: Arc::default(),
-            },
-            rx,
-        )
-    }
-
-    /// Marks training finished: every acknowledgement from now on tells the actor so
-    /// (batches are still stored).
-    pub fn finish(&self) {
-        self.finished
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn is_finished(&self) -> bool {
-        self.finished.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Makes `batch` durable, then queues it for the learner unless it was a resend.
-    fn ingest(&self, batch: Record) -> Result<Appended> {
-        let appended = {
-            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-            log.append(std::slice::from_ref(&batch))?[0]
-        };
-        if appended == Appended::Stored && !self.is_finished() && self.tx.send(batch).is_err() {
-            return Err(Error::Unavailable {
-                what: "the learner's transition queue".into(),
-                hint: "the learner stopped reading it".into(),
-            });
-        }
-        Ok(appended)
-    }
-
-    /// Records and rows in the log (durable, acknowledged or about to be).
-    pub fn stored(&self) -> (u64, u64) {
-        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        (log.records(), log.rows())
-    }
-}
-
-/// What a stream's reader hands its worker: a request, or the status that ends the stream
-/// (kept in order behind the answers already due).
-enum Work {
-    Act(proto::ActRequest),
-    End(Status),
-}
-
-#[tonic::async_trait]
-impl Learner for LearnerImpl {
-    type ActStream = ReceiverStream<std::result::Result<proto::ActResponse, Status>>;
-
-    async fn act(
-        &self,
-        request: Request<Streaming<proto::ActRequest>>,
-    ) -> std::result::Result<Response<Self::ActStream>, Status> {
-        let slot = self.slots.take()?;
-        let mut pace = Pace::new(self.limits.max_stream_rate);
-        let mut inbound = request.into_inner();
-        let (out_tx, out_rx) = mpsc::channel(4);
-        let (work_tx, mut work_rx) = mpsc::channel::<Work>(2);
-        let mut client = self.inference.client();
-        let (obs_dim, max_rows) = (self.inference.obs_dim(), self.limits.max_rows);
-        // One blocking worker per stream: it waits on the inference server's batches.
-        tokio::task::spawn_blocking(move || {
-            let mut actions = ActionBuf::Discrete(Vec::new());
-            while let Some(work) = work_rx.blocking_recv() {
-                let answer = match work {
-                    Work::End(status) => {
-                        let _ = out_tx.blocking_send(Err(status));
-                        return;
-                    }
-                    Work::Act(req) => match client.act(&req.obs, req.explore, &mut actions) {
-                        Ok(version) => Ok(response(req.seq, version, &actions)),
-                        // The actor's own fault: a status, and its stream ends.
-                        Err(e @ (Error::NonFinite { .. } | Error::Shape { .. })) => {
-                            let _ =
-                                out_tx.blocking_send(Err(Status::invalid_argument(e.to_string())));
-                            return;
-                        }
-                        // The agent failed on these rows: an answer with the error, the
-                        // stream goes on.
-                        Err(e) => Ok(proto::ActResponse {
-                            seq: req.seq,
-                            error: e.to_string(),
-                            ..Default::default()
-                        }),
-                    },
-                };
-                if out_tx.blocking_send(answer).is_err() {
-                    return;
-                }
-            }
-        });
-        tokio::spawn(async move {
-            let _slot = slot;
-            loop {
-                pace.next().await;
-                let work = match inbound.message().await {
-                    Ok(Some(req)) => {
-                        let rows = req.obs.len() / obs_dim.max(1);
-                        if req.obs.is_empty() || req.obs.len() % obs_dim != 0 {
-                            Work::End(Status::invalid_argument(format!(
-                                "observations: {} values, expected a positive multiple of obs_dim = {obs_dim}",
-                                req.obs.len()
-                            )))
-                        } else if rows > max_rows {
-                            Work::End(Status::resource_exhausted(format!(
-                                "{rows} observation rows in one request, at most {max_rows}"
-                            )))
-                        } else {
-                            Work::Act(req)
-                        }
-                    }
-                    Ok(None) => return,
-                    // A malformed or oversized frame: its status ends this stream only.
-                    Err(status) => Work::End(status),
-                };
-                let end = matches!(work, Work::End(_));
-                if work_tx.send(work).await.is_err() || end {
-                    return;
-                }
-            }
-        });
-        Ok(Response::new(ReceiverStream::new(out_rx)))
-    }
-
-    async fn info(
-        &self,
-        _request: Request<proto::InfoRequest>,
-    ) -> std::result::Result<Response<proto::InfoResponse>, Status> {
-        Ok(Response::new(proto::InfoResponse {
-            obs_dim: self.inference.obs_dim() as u32,
-            action_kind: self.kind.name().into(),
-            version: self.inference.stats().version,
-            max_message_bytes: self.limits.max_message_bytes as u64,
-            max_rows: self.limits.max_rows as u32,
-            transition_width: self.ingest.as_ref().map_or(0, |i| i.width),
-        }))
-    }
-
-    async fn policy(
-        &self,
-        request: Request<proto::PolicyRequest>,
-    ) -> std::result::Result<Response<proto::PolicyWeights>, Status> {
-        let board = self.policy.as_ref().ok_or_else(|| {
-            Status::unimplemented("this learner publishes no policy: act through central inference")
-        })?;
-        board
-            .answer(request.into_inner().have_version)
-            .map(Response::new)
-    }
-
-    type TransitionsStream = ReceiverStream<std::result::Result<proto::Ack, Status>>;
-
-    async fn transitions(
-        &self,
-        request: Request<Streaming<proto::TransitionBatch>>,
-    ) -> std::result::Result<Response<Self::TransitionsStream>, Status> {
-        let ingest = self
-            .ingest
-            .clone()
-            .ok_or_else(|| Status::unimplemented("this learner takes no transitions"))?;
-        let (max_rows, width) = (self.limits.max_rows, ingest.width);
-        let slot = self.slots.take()?;
-        let mut pace = Pace::new(self.limits.max_stream_rate);
-        let mut inbound = request.into_inner();
-        let (out_tx, out_rx) = mpsc::channel(4);
-        tokio::spawn(async move {
-            let _slot = slot;
-            loop {
-                pace.next().await;
-                let batch = match inbound.message().await {
-                    Ok(Some(b)) => b,
-                    Ok(None) => return,
-                    Err(status) => {
-                        let _ = out_tx.send(Err(status)).await;
-                        return;
-                    }
-                };
-                let rows = batch.values.len() / width.max(1) as usize;
-                let refusal = if batch.width != width
-                    || batch.values.is_empty()
-                    || batch.values.len() % width as usize != 0
-                {
-                    Some(Status::invalid_argument(format!(
-                        "transition batch {}: width {} with {} values, the learner takes whole rows of {width}",
-                        batch.seq,
-                        batch.width,
-                        batch.values.len()
-                    )))
-                } else if rows > max_rows {
-                    Some(Status::resource_exhausted(format!(
-                        "{rows} transitions in one batch, at most {max_rows}"
-                    )))
-                } else if let Some(i) = batch.values.iter().position(|v| !v.is_finite()) {
-                    Some(Status::invalid_argument(format!(
-                        "transition batch {}: row {} holds a NaN or infinity",
-                        batch.seq,
-                        i / width as usize
-                    )))
-                } else {
-                    None
-                };
-                if let Some(status) = refusal {
-                    let _ = out_tx.send(Err(status)).await;
-                    return;
-                }
-                let seq = batch.seq;
-                let record = Record {
-                    actor: batch.actor,
-                    run: batch.run,
-                    seq,
-                    width,
-                    values: batch.values,
-                };
-                let ingest = ingest.clone();
-                let answer = match tokio::task::spawn_blocking(move || {
-                    let appended = ingest.ingest(record)?;
-                    Ok::<_, Error>((appended, ingest.is_finished()))
-                })
-                .await
-                {
-                    Ok(Ok((appended, finished))) => Ok(proto::Ack {
-                        seq,
-                        duplicate: appended == Appended::Duplicate,
-                        finished,
-                    }),
-                    Ok(Err(e)) => Err(Status::unavailable(e.to_string())),
-                    Err(e) => Err(Status::internal(e.to_string())),
-                };
-                let end = answer.is_err();
-                if out_tx.send(answer).await.is_err() || end {
-                    return;
-                }
-            }
-        });
-        Ok(Response::new(ReceiverStream::new(out_rx)))
-    }
-}
-
-fn response(seq: u64, version: u64, actions: &ActionBuf) -> proto::ActResponse {
-    let mut r = proto::ActResponse {
-        seq,
-        version,
-        ..Default::default()
-    };
-    match actions {
-        ActionBuf::Discrete(a) => r.discrete = a.iter().map(|&x| x as u64).collect(),
-        ActionBuf::Continuous(a) => r.continuous = a.clone(),
-    }
-    r
 }
 
 struct PsImpl {
@@ -917,7 +553,28 @@ fn is_transport(status: &Status) -> bool {
             | tonic::Code::Unknown
             | tonic::Code::Cancelled
             | tonic::Code::Aborted
+            // The learner closed a stream that stayed idle past its timeout.
+            | tonic::Code::DeadlineExceeded
     )
+}
+
+/// How long a client waits for one answer (an action, an acknowledgement) before it
+/// counts the connection as lost and reconnects: a learner that holds a stream open and
+/// never answers cannot hang an actor.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `answer`, or `UNAVAILABLE` once [`REPLY_TIMEOUT`] has passed.
+async fn answer_within<T>(
+    answer: impl std::future::Future<Output = std::result::Result<T, Status>>,
+) -> std::result::Result<T, Status> {
+    tokio::time::timeout(REPLY_TIMEOUT, answer)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Status::unavailable(format!(
+                "no answer from the learner in {} s",
+                REPLY_TIMEOUT.as_secs()
+            )))
+        })
 }
 
 struct ActStream {
@@ -1038,7 +695,7 @@ impl RemoteActor {
                 .send(req)
                 .await
                 .map_err(|_| Status::unavailable("the stream to the learner closed"))?;
-            match stream.rx.message().await? {
+            match answer_within(stream.rx.message()).await? {
                 Some(r) => Ok(r),
                 None => Err(Status::unavailable("the learner ended the stream")),
             }
@@ -1263,7 +920,7 @@ impl TransitionSender {
                     tx.send(batch.clone())
                         .await
                         .map_err(|_| Status::unavailable("the transition stream closed"))?;
-                    match acks.message().await? {
+                    match answer_within(acks.message()).await? {
                         Some(ack) => Ok(ack),
                         None => Err(Status::unavailable("the learner ended the stream")),
                     }

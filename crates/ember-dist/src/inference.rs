@@ -100,6 +100,29 @@ impl Buffers {
 
 type Answer = (Buffers, Result<u64>);
 
+/// Where a request's answer goes: a blocked thread ([`InferenceClient::act`]) or a task
+/// awaiting it ([`InferenceClient::act_async`], no thread held while it waits).
+enum Reply {
+    Blocking(SyncSender<Answer>),
+    #[cfg(feature = "grpc")]
+    Task(tokio::sync::oneshot::Sender<Answer>),
+}
+
+impl Reply {
+    /// Delivers `answer`; an actor that went away does not stop the others.
+    fn send(self, answer: Answer) {
+        match self {
+            Reply::Blocking(tx) => {
+                let _ = tx.send(answer);
+            }
+            #[cfg(feature = "grpc")]
+            Reply::Task(tx) => {
+                let _ = tx.send(answer);
+            }
+        }
+    }
+}
+
 /// A change to the agent; `Ok(true)` when it changed the policy (a new version).
 type Update<A> = Box<dyn FnOnce(&mut A) -> Result<bool> + Send>;
 
@@ -108,7 +131,7 @@ enum Msg<A> {
         bufs: Buffers,
         rows: usize,
         explore: bool,
-        reply: SyncSender<Answer>,
+        reply: Reply,
     },
     Update(Update<A>, SyncSender<Result<u64>>),
     Stop,
@@ -281,14 +304,26 @@ fn stopped() -> Error {
 
 /// Sends requests to a server of any agent type (clients are not generic).
 trait SendRequest: Send + Sync {
-    fn send(&self, bufs: Buffers, rows: usize, explore: bool, reply: SyncSender<Answer>) -> bool;
+    /// Queues a request, waiting while the queue is full; `false`: the server stopped.
+    fn send(&self, bufs: Buffers, rows: usize, explore: bool, reply: Reply) -> bool;
+    /// Queues a request if there is room: `Err(Some(back))` when the queue is full (the
+    /// request handed back), `Err(None)` when the server stopped.
+    fn try_send(&self, request: Request) -> std::result::Result<(), Option<Request>>;
     fn clone_box(&self) -> Box<dyn SendRequest>;
+}
+
+/// A request on its way into the queue (what [`SendRequest::try_send`] hands back).
+struct Request {
+    bufs: Buffers,
+    rows: usize,
+    explore: bool,
+    reply: Reply,
 }
 
 struct ActSender<A>(SyncSender<Msg<A>>);
 
 impl<A: Agent + Send + 'static> SendRequest for ActSender<A> {
-    fn send(&self, bufs: Buffers, rows: usize, explore: bool, reply: SyncSender<Answer>) -> bool {
+    fn send(&self, bufs: Buffers, rows: usize, explore: bool, reply: Reply) -> bool {
         self.0
             .send(Msg::Act {
                 bufs,
@@ -297,6 +332,30 @@ impl<A: Agent + Send + 'static> SendRequest for ActSender<A> {
                 reply,
             })
             .is_ok()
+    }
+
+    fn try_send(&self, r: Request) -> std::result::Result<(), Option<Request>> {
+        let msg = Msg::Act {
+            bufs: r.bufs,
+            rows: r.rows,
+            explore: r.explore,
+            reply: r.reply,
+        };
+        match self.0.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(mpsc::TrySendError::Full(Msg::Act {
+                bufs,
+                rows,
+                explore,
+                reply,
+            })) => Err(Some(Request {
+                bufs,
+                rows,
+                explore,
+                reply,
+            })),
+            Err(_) => Err(None),
+        }
     }
 
     fn clone_box(&self) -> Box<dyn SendRequest> {
@@ -339,20 +398,11 @@ impl InferenceClient {
     /// A width that is not a whole number of rows, a NaN or infinity (named by row), the
     /// agent's error on the batch, or a stopped server.
     pub fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<u64> {
-        if obs.is_empty() || !obs.len().is_multiple_of(self.obs_dim) {
-            return Err(Error::Shape {
-                what: "observations for the inference server".into(),
-                expected: format!("a positive multiple of obs_dim = {}", self.obs_dim),
-                got: format!("{} values", obs.len()),
-            });
-        }
-        Error::check_finite_rows("observation", obs, self.obs_dim)?;
-        let rows = obs.len() / self.obs_dim;
-        let mut bufs = self.bufs.take().expect("buffers are back after every call");
-        bufs.obs.clear();
-        bufs.obs.extend_from_slice(obs);
-        std::mem::swap(&mut bufs.actions, out);
-        if !self.send.send(bufs, rows, explore, self.reply_tx.clone()) {
+        let (bufs, rows) = self.fill(obs, out)?;
+        if !self
+            .send
+            .send(bufs, rows, explore, Reply::Blocking(self.reply_tx.clone()))
+        {
             // The buffers went down with the message; start afresh.
             self.bufs = Some(Buffers::empty());
             return Err(stopped());
@@ -370,6 +420,74 @@ impl InferenceClient {
         }
     }
 
+    /// [`InferenceClient::act`] for async code: while the request waits for room in the
+    /// queue or for its batch, the task yields and holds no thread (a gRPC server serves
+    /// any number of idle actor streams from its few runtime threads).
+    ///
+    /// # Errors
+    /// As [`InferenceClient::act`].
+    #[cfg(feature = "grpc")]
+    pub async fn act_async(
+        &mut self,
+        obs: &[f32],
+        explore: bool,
+        out: &mut ActionBuf,
+    ) -> Result<u64> {
+        let (bufs, rows) = self.fill(obs, out)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut request = Request {
+            bufs,
+            rows,
+            explore,
+            reply: Reply::Task(tx),
+        };
+        // A full queue is the server's back-pressure: wait a little and offer again.
+        let mut wait = Duration::from_micros(50);
+        loop {
+            match self.send.try_send(request) {
+                Ok(()) => break,
+                Err(Some(back)) => {
+                    request = back;
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_millis(5));
+                }
+                Err(None) => {
+                    self.bufs = Some(Buffers::empty());
+                    return Err(stopped());
+                }
+            }
+        }
+        match rx.await {
+            Ok((mut bufs, result)) => {
+                std::mem::swap(&mut bufs.actions, out);
+                self.bufs = Some(bufs);
+                result
+            }
+            Err(_) => {
+                self.bufs = Some(Buffers::empty());
+                Err(stopped())
+            }
+        }
+    }
+
+    /// Checks `obs` and moves it and `out` into this client's buffers: the request's
+    /// buffers and its rows.
+    fn fill(&mut self, obs: &[f32], out: &mut ActionBuf) -> Result<(Buffers, usize)> {
+        if obs.is_empty() || !obs.len().is_multiple_of(self.obs_dim) {
+            return Err(Error::Shape {
+                what: "observations for the inference server".into(),
+                expected: format!("a positive multiple of obs_dim = {}", self.obs_dim),
+                got: format!("{} values", obs.len()),
+            });
+        }
+        Error::check_finite_rows("observation", obs, self.obs_dim)?;
+        let mut bufs = self.bufs.take().unwrap_or_else(Buffers::empty);
+        bufs.obs.clear();
+        bufs.obs.extend_from_slice(obs);
+        std::mem::swap(&mut bufs.actions, out);
+        Ok((bufs, obs.len() / self.obs_dim))
+    }
+
     /// The observation width the server's agent takes.
     pub fn obs_dim(&self) -> usize {
         self.obs_dim
@@ -380,7 +498,8 @@ struct Pending {
     bufs: Buffers,
     rows: usize,
     explore: bool,
-    reply: SyncSender<Answer>,
+    /// Taken when the answer goes out.
+    reply: Option<Reply>,
     /// Set once its forward pass has run.
     answer: Option<Result<u64>>,
 }
@@ -422,7 +541,7 @@ impl<A: Agent> Worker<A> {
                         bufs,
                         rows,
                         explore,
-                        reply,
+                        reply: Some(reply),
                         answer: None,
                     });
                     self.gather()
@@ -457,7 +576,7 @@ impl<A: Agent> Worker<A> {
                         bufs,
                         rows: r,
                         explore,
-                        reply,
+                        reply: Some(reply),
                         answer: None,
                     });
                 }
@@ -538,8 +657,9 @@ impl<A: Agent> Worker<A> {
                 .rows
                 .fetch_add(p.rows as u64, Ordering::Relaxed);
             let bufs = std::mem::replace(&mut p.bufs, Buffers::empty());
-            // An actor that went away does not stop the others.
-            let _ = p.reply.send((bufs, answer));
+            if let Some(reply) = p.reply.take() {
+                reply.send((bufs, answer));
+            }
         }
     }
 

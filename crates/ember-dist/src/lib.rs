@@ -64,9 +64,10 @@ mod wal;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{
-    ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, LearnerServices,
-    PolicyBoard, PolicyClient, PublishedPolicy, RemoteActor, RemoteTrainer, SelfSigned,
-    ServerSecurity, ServerTls, Token, TransitionIngest, TransitionSender,
+    ActionKind, Backoff, BatchRules, ClientSecurity, ClientTls, GrpcLimits, GrpcServer,
+    LearnerServices, PeerStats, PolicyBoard, PolicyClient, PublishedPolicy, Refusals, RemoteActor,
+    RemoteTrainer, SelfSigned, ServerSecurity, ServerStats, ServerTls, Token, TransitionIngest,
+    TransitionSender,
 };
 
 pub use inference::{
@@ -76,4 +77,4 @@ pub use parameter_server::{
     Adam, FlatOptimizer, ParameterServer, ParameterServerConfig, ParameterServerStats, Sgd,
     TrainerHandle, Weights,
 };
-pub use wal::{Appended, Record, TransitionLog};
+pub use wal::{Appended, Record, Salvaged, TransitionLog};

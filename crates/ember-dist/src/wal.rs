@@ -83,6 +83,102 @@ impl Record {
     }
 }
 
+/// What [`TransitionLog::open_salvaging`] set aside.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Salvaged {
+    /// Why the log could not be read as it was (empty: it could).
+    pub reason: String,
+    /// Where the set-aside bytes are (`None`: nothing was set aside).
+    pub aside: Option<PathBuf>,
+    /// Bytes set aside.
+    pub bytes: u64,
+}
+
+/// The record at `at` of `bytes` if one that passes its checksum starts there: its length
+/// in bytes and the record.
+fn record_at(bytes: &[u8], at: usize) -> Option<(usize, Record)> {
+    let head = bytes.get(at..at + 8)?;
+    let n = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
+    let payload = bytes.get(at + 8..at + 8 + n).filter(|_| n <= MAX_PAYLOAD)?;
+    if crc32fast::hash(payload) != crc {
+        return None;
+    }
+    Record::decode(payload).map(|r| (8 + n, r))
+}
+
+/// Sets aside what makes the log at `path` unreadable (see
+/// [`TransitionLog::open_salvaging`]).
+fn salvage(path: &Path, reason: &str) -> Result<Salvaged> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| Error::Io { path: p, source }
+    };
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let readable_header = bytes.len() >= HEADER as usize
+        && &bytes[..8] == MAGIC
+        && u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) == VERSION;
+    let mut name = path.as_os_str().to_owned();
+    if !readable_header {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        name.push(format!(".unreadable-{stamp}"));
+        let aside = PathBuf::from(name);
+        std::fs::rename(path, &aside).map_err(io(path))?;
+        return Ok(Salvaged {
+            reason: reason.into(),
+            aside: Some(aside),
+            bytes: bytes.len() as u64,
+        });
+    }
+    let (mut good, mut damaged) = (bytes[..HEADER as usize].to_vec(), Vec::new());
+    let mut at = HEADER as usize;
+    while at < bytes.len() {
+        match record_at(&bytes, at) {
+            Some((n, _)) => {
+                good.extend_from_slice(&bytes[at..at + n]);
+                at += n;
+            }
+            None => {
+                // Resume at the next offset where a whole record passes its checksum.
+                let next = (at + 1..bytes.len())
+                    .find(|&p| record_at(&bytes, p).is_some())
+                    .unwrap_or(bytes.len());
+                damaged.extend_from_slice(&bytes[at..next]);
+                at = next;
+            }
+        }
+    }
+    name.push(".damaged");
+    let aside = PathBuf::from(name);
+    let mut out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&aside)
+        .map_err(io(&aside))?;
+    out.write_all(&damaged).map_err(io(&aside))?;
+    out.sync_all().map_err(io(&aside))?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".salvaging");
+    let tmp = PathBuf::from(tmp);
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    file.write_all(&good).map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // The rename is durable once the folder is synced.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+    }
+    Ok(Salvaged {
+        reason: reason.into(),
+        aside: Some(aside),
+        bytes: damaged.len() as u64,
+    })
+}
+
 /// What [`TransitionLog::append`] did with a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Appended {
@@ -201,6 +297,27 @@ impl TransitionLog {
             log.note(r);
         }
         Ok((log, records))
+    }
+
+    /// [`TransitionLog::open`] that never refuses a damaged log: a log without a readable
+    /// header (another format version, another file) is renamed aside and a new one
+    /// started; damage in the middle is cut out — the damaged bytes are appended to
+    /// `<path>.damaged`, the log is rewritten (atomically) with every record that passes its
+    /// checksum, and reading resumes at the next such record. What was set aside is
+    /// returned, for the caller to report; no byte is deleted.
+    ///
+    /// # Errors
+    /// An I/O error.
+    pub fn open_salvaging(path: &Path) -> Result<(Self, Vec<Record>, Salvaged)> {
+        match Self::open(path) {
+            Ok((log, records)) => Ok((log, records, Salvaged::default())),
+            Err(Error::Corrupt { reason, .. }) => {
+                let salvaged = salvage(path, &reason)?;
+                let (log, records) = Self::open(path)?;
+                Ok((log, records, salvaged))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Turns the `fsync` before acknowledgement off (`false`: faster, and an

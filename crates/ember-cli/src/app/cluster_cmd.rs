@@ -1,6 +1,7 @@
 //! `ember serve`, `ember actor` and `ember launch`: a learner and its actors as processes
 //! (ember-dist's cluster).
 
+use super::cluster_limits::ServeLimits;
 use super::cluster_security::{ActorSecurity, ServeSecurity};
 use super::learners::{AnyLearner, devices};
 use super::run_config::{Flags, RunConfig};
@@ -75,6 +76,8 @@ pub struct ServeCmd {
     pub json: bool,
     #[command(flatten)]
     pub security: ServeSecurity,
+    #[command(flatten)]
+    pub limits: ServeLimits,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -158,6 +161,7 @@ fn seconds(what: &str, secs: f64) -> Result<Duration> {
 /// off-policy, a learner error.
 pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     let security = cmd.security.resolve(&cmd.addr)?;
+    let (limits, max_abs) = cmd.limits.resolve()?;
     let config = super::resolve_config(
         Some(&cmd.algo),
         Some(&cmd.env),
@@ -188,6 +192,8 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     opts.linger = seconds("--linger-secs", cmd.linger_secs)?;
     opts.policy_config = config.to_toml();
     opts.security = security;
+    opts.limits = limits;
+    opts.max_abs = max_abs;
     opts.inference = InferenceConfig {
         max_batch: cmd.max_batch,
         max_wait: Duration::from_micros(cmd.max_wait_us),
@@ -242,6 +248,22 @@ pub fn report_json(r: &LearnerReport) -> serde_json::Value {
         "eval_std": r.eval.as_ref().map(|e| e.std_return()),
         "evals": r.evals,
         "best_eval": r.best_eval,
+        "quarantined": r.quarantined,
+        "checkpoint_failures": r.checkpoint_failures,
+        "server": {
+            "connections": r.server.connections,
+            "streams": r.server.streams,
+            "refused": {
+                "token": r.server.refused.token,
+                "invalid": r.server.refused.invalid,
+                "streams": r.server.refused.streams,
+                "connections": r.server.refused.connections,
+                "unary_rate": r.server.refused.unary_rate,
+                "handshakes": r.server.refused.handshakes,
+                "idle_streams": r.server.refused.idle_streams,
+                "accept_backoffs": r.server.refused.accept_backoffs,
+            },
+        },
         "secs": r.secs,
     })
 }

@@ -9,6 +9,7 @@
 mod bench;
 mod bench_grpc;
 mod cluster_cmd;
+mod cluster_limits;
 mod cluster_security;
 mod eval;
 pub mod export;

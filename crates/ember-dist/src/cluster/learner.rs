@@ -1,10 +1,10 @@
 //! The learner process: serves central inference and the transition stream over gRPC, and
 //! trains an off-policy learner from the transitions the actors stream in.
 
-use super::rows::TransitionRows;
+use super::rows::{DEFAULT_MAX_ABS, RowRules, TransitionRows};
 use crate::grpc::{
-    ActionKind, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, ServerSecurity,
-    TransitionIngest,
+    ActionKind, BatchRules, GrpcLimits, GrpcServer, LearnerServices, PolicyBoard, ServerSecurity,
+    ServerStats, TransitionIngest,
 };
 use crate::inference::{InferenceConfig, InferenceServer};
 use crate::wal::{Record, TransitionLog};
@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 pub const LOG_FILE: &str = "transitions.wal";
 /// The folder of the learner's last checkpoint inside its folder.
 pub const STATE_DIR: &str = "state";
+/// The log of records the learner could not use, inside its folder (same format as the
+/// write-ahead log; each is also named in an error line with its actor).
+pub const QUARANTINE_FILE: &str = "quarantine.wal";
 
 /// What a learner process serves and how it trains.
 #[derive(Clone, Debug)]
@@ -60,6 +63,12 @@ pub struct LearnerOptions {
     /// The token and TLS the learner demands of its actors (none by default: see
     /// [`ServerSecurity::insecure`]).
     pub security: ServerSecurity,
+    /// The largest magnitude of an observation, continuous action or reward a transition
+    /// may carry ([`RowRules`]; a batch beyond it is refused).
+    pub max_abs: f32,
+    /// Print a line of the server's counts (connections, streams, refusals, quarantined
+    /// records) this often when they changed (zero: never).
+    pub status_every: Duration,
 }
 
 impl LearnerOptions {
@@ -79,6 +88,8 @@ impl LearnerOptions {
             queue: 64,
             policy_config: String::new(),
             security: ServerSecurity::insecure(),
+            max_abs: DEFAULT_MAX_ABS,
+            status_every: Duration::from_secs(10),
         }
     }
 }
@@ -107,6 +118,12 @@ pub struct LearnerReport {
     pub evals: Vec<(u64, f64)>,
     /// The best mean return of an evaluation, over every start.
     pub best_eval: Option<f64>,
+    /// Log records this start moved to [`QUARANTINE_FILE`] instead of training on them.
+    pub quarantined: u64,
+    /// Checkpoints that failed and were retried, this start.
+    pub checkpoint_failures: u64,
+    /// The gRPC server's counts when training ended (connections, streams, refusals).
+    pub server: ServerStats,
     /// Seconds since this start.
     pub secs: f64,
 }
@@ -195,6 +212,7 @@ where
         obs_dim: obs_space.flat_dim(),
         act_dim: stored_action_dim(&action_space),
     };
+    let rules = RowRules::new(layout, &action_space, opts.max_abs)?;
     check_schedule(&opts.schedule)?;
     Error::check_len(
         "learner observation width",
@@ -219,32 +237,48 @@ where
         }
         None => false,
     };
-    let (log, records) = TransitionLog::open(&opts.dir.join(LOG_FILE))?;
-    if position.records > records.len() as u64 {
-        return Err(Error::Corrupt {
-            path: opts.dir.join(LOG_FILE),
-            kind: "transition log".into(),
-            reason: format!(
-                "the checkpoint covers {} batches, the log holds {}",
-                position.records,
-                records.len()
-            ),
-        });
+    let (log, records, salvaged) = TransitionLog::open_salvaging(&opts.dir.join(LOG_FILE))?;
+    if let Some(aside) = &salvaged.aside {
+        eprintln!(
+            "learner: {} was damaged ({}): {} bytes moved to {}, going on with its {} \
+             readable batches",
+            opts.dir.join(LOG_FILE).display(),
+            salvaged.reason,
+            salvaged.bytes,
+            aside.display(),
+            records.len()
+        );
     }
+    if position.records > records.len() as u64 {
+        // The log lost records the checkpoint took in (replaced or cut by hand): train on
+        // from the checkpoint with what the log still holds, rather than never start.
+        eprintln!(
+            "learner: the checkpoint covers {} batches but {} holds {}; going on from the \
+             checkpoint with the log's records as covered",
+            position.records,
+            opts.dir.join(LOG_FILE).display(),
+            records.len()
+        );
+        position.records = records.len() as u64;
+    }
+    let mut quarantine = Quarantine::new(&opts.dir.join(QUARANTINE_FILE), rules);
     let sched = &opts.schedule;
     let mut replay = sched
         .replay
         .build(layout.obs_dim, layout.act_dim, sched.seed)?;
     let (covered, pending) = records.split_at(position.records as usize);
     for r in covered {
-        for t in layout.rows(&r.values)? {
-            replay.push(&t)?;
+        if quarantine.admits(r) {
+            for t in layout.rows(&r.values)? {
+                replay.push(&t)?;
+            }
         }
     }
     let mut pending: VecDeque<Record> = pending.to_vec().into();
     let replayed_rows = pending.iter().map(|r| r.rows() as u64).sum();
 
     let (ingest, rx) = TransitionIngest::new(log, layout.width() as u32, opts.queue);
+    let ingest = ingest.with_rules(std::sync::Arc::new(rules));
     let kind = match action_space {
         Space::Discrete(_) => ActionKind::Discrete,
         Space::Box(_) => ActionKind::Continuous,
@@ -270,7 +304,9 @@ where
         board,
     };
     trainer.publish(position.rows)?;
-    let mut last_checkpoint = Instant::now();
+    let mut next_checkpoint = Instant::now() + opts.checkpoint_every;
+    let mut checkpoint_failures = 0;
+    let mut status = StatusLine::new(opts.status_every);
     let mut evals = Vec::new();
     while !position.finished {
         let record = match pending.pop_front() {
@@ -281,11 +317,15 @@ where
                 Err(RecvTimeoutError::Disconnected) => break,
             },
         };
+        // A record the learner cannot use is counted as taken in and quarantined.
+        let record = record.filter(|r| {
+            position.records += 1;
+            quarantine.admits(r)
+        });
         if let Some(record) = record {
             for t in layout.rows(&record.values)? {
                 replay.push(&t)?;
             }
-            position.records += 1;
             position.rows += record.rows() as u64;
             while position.rounds < position.rows / sched.train_freq {
                 position.rounds += 1;
@@ -300,10 +340,20 @@ where
                 position.finished |= sched.target_return.is_some_and(|t| e >= t);
             }
         }
-        if position.finished || last_checkpoint.elapsed() >= opts.checkpoint_every {
-            checkpoint(&server, &opts.dir, position)?;
-            last_checkpoint = Instant::now();
+        if position.finished || Instant::now() >= next_checkpoint {
+            match checkpoint(&server, &opts.dir, position) {
+                Ok(()) => next_checkpoint = Instant::now() + opts.checkpoint_every,
+                // A full disk or no descriptors left: say so and try again in a second;
+                // the log keeps every acknowledged batch meanwhile.
+                Err(e) if !position.finished => {
+                    checkpoint_failures += 1;
+                    eprintln!("learner: checkpoint failed, retrying in 1 s: {e}");
+                    next_checkpoint = Instant::now() + Duration::from_secs(1);
+                }
+                Err(e) => final_checkpoint(&server, &opts.dir, position, e)?,
+            }
         }
+        status.report(&grpc, &quarantine);
     }
     // Batches that still arrive are stored and acknowledged with "finished".
     ingest.finish();
@@ -321,6 +371,7 @@ where
     std::thread::sleep(opts.linger);
     let (log_records, log_rows) = ingest.stored();
     let version = server.stats().version;
+    let server_stats = grpc.stats();
     drop(grpc);
     Ok(LearnerReport {
         resumed,
@@ -333,6 +384,9 @@ where
         eval: Some(eval),
         evals,
         best_eval: Some(best_eval),
+        quarantined: quarantine.count,
+        checkpoint_failures,
+        server: server_stats,
         secs: start.elapsed().as_secs_f64(),
     })
 }
@@ -455,6 +509,149 @@ fn checkpoint<L: OffPolicyLearner + Send + 'static>(
         })
     })?;
     Ok(())
+}
+
+/// The last checkpoint, which the learner does not go on without: retried for a while
+/// with an error line each time, then the error (the log still holds every batch).
+fn final_checkpoint<L: OffPolicyLearner + Send + 'static>(
+    server: &InferenceServer<L>,
+    dir: &Path,
+    position: Position,
+    mut error: Error,
+) -> Result<()> {
+    for _ in 0..10 {
+        eprintln!("learner: the final checkpoint failed, retrying in 1 s: {error}");
+        std::thread::sleep(Duration::from_secs(1));
+        match checkpoint(server, dir, position) {
+            Ok(()) => return Ok(()),
+            Err(e) => error = e,
+        }
+    }
+    Err(error)
+}
+
+/// Where log records the learner cannot use go: checked against the [`RowRules`] before
+/// training, a record that breaks them is appended to [`QUARANTINE_FILE`] (a transition
+/// log too), named in an error line with its actor, counted, and skipped.
+struct Quarantine {
+    path: PathBuf,
+    rules: RowRules,
+    log: Option<TransitionLog>,
+    count: u64,
+}
+
+impl Quarantine {
+    fn new(path: &Path, rules: RowRules) -> Self {
+        Quarantine {
+            path: path.to_path_buf(),
+            rules,
+            log: None,
+            count: 0,
+        }
+    }
+
+    /// Whether the learner may train on `r`; if not, `r` is quarantined.
+    fn admits(&mut self, r: &Record) -> bool {
+        let fault = if r.width as usize != self.rules.layout.width() {
+            Some(format!(
+                "rows of {} values, the learner takes {}",
+                r.width,
+                self.rules.layout.width()
+            ))
+        } else {
+            self.rules.check(&r.values).err().map(|e| e.to_string())
+        };
+        let Some(fault) = fault else {
+            return true;
+        };
+        self.count += 1;
+        let kept = self.keep(r);
+        eprintln!(
+            "learner: quarantined batch {} of actor {} (run {}, {} rows): {fault}; {kept}",
+            r.seq,
+            r.actor,
+            r.run,
+            r.rows()
+        );
+        false
+    }
+
+    /// Appends `r` to the quarantine log; says where it went.
+    fn keep(&mut self, r: &Record) -> String {
+        if self.log.is_none() {
+            match TransitionLog::open(&self.path) {
+                Ok((log, _)) => self.log = Some(log),
+                Err(e) => return format!("it could not be kept: {e}"),
+            }
+        }
+        let log = self.log.as_mut().expect("opened above");
+        match log.append(std::slice::from_ref(r)) {
+            Ok(_) => format!("kept in {}", self.path.display()),
+            Err(e) => format!("it could not be kept: {e}"),
+        }
+    }
+}
+
+/// A line of the server's counts, printed when they changed and `every` has passed.
+struct StatusLine {
+    every: Duration,
+    last: Instant,
+    shown: Option<(ServerStats, u64)>,
+}
+
+impl StatusLine {
+    fn new(every: Duration) -> Self {
+        StatusLine {
+            every,
+            last: Instant::now(),
+            shown: None,
+        }
+    }
+
+    fn report(&mut self, grpc: &GrpcServer, quarantine: &Quarantine) {
+        if self.every.is_zero() || self.last.elapsed() < self.every {
+            return;
+        }
+        self.last = Instant::now();
+        let now = (grpc.stats(), quarantine.count);
+        if self.shown.as_ref() == Some(&now) {
+            return;
+        }
+        eprintln!("learner: {}", status_text(&now.0, now.1));
+        self.shown = Some(now);
+    }
+}
+
+/// The server's counts in one line: open connections and streams (the busiest peers),
+/// refusals by reason, quarantined records.
+pub fn status_text(s: &ServerStats, quarantined: u64) -> String {
+    let peers: Vec<String> = s
+        .peers
+        .iter()
+        .take(3)
+        .map(|p| format!("{} {}c/{}s", p.addr, p.connections, p.streams))
+        .collect();
+    let r = &s.refused;
+    format!(
+        "{} connections, {} streams ({}); refused: token {}, invalid {}, streams {}, \
+         connections {}, unary rate {}, handshakes {}, idle streams {}, accept backoffs {}; \
+         quarantined {quarantined}",
+        s.connections,
+        s.streams,
+        if peers.is_empty() {
+            "no peers".into()
+        } else {
+            peers.join(", ")
+        },
+        r.token,
+        r.invalid,
+        r.streams,
+        r.connections,
+        r.unary_rate,
+        r.handshakes,
+        r.idle_streams,
+        r.accept_backoffs
+    )
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {

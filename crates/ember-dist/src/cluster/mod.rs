@@ -23,5 +23,7 @@ mod rows;
 pub use actor::{
     ActingMode, ActorOptions, ActorReport, LocalPolicy, LocalPolicyFactory, run_actor,
 };
-pub use learner::{LOG_FILE, LearnerOptions, LearnerReport, STATE_DIR, run_learner};
-pub use rows::TransitionRows;
+pub use learner::{
+    LOG_FILE, LearnerOptions, LearnerReport, QUARANTINE_FILE, STATE_DIR, run_learner, status_text,
+};
+pub use rows::{DEFAULT_MAX_ABS, RowRules, TransitionRows};

@@ -25,20 +25,50 @@ pub struct PublishedPolicy {
 }
 
 /// Where a learner publishes its policy for the `Learner.Policy` service (cheap to clone;
-/// all clones share one board).
+/// all clones share one board). The weights are encoded once per version; every answer
+/// shares those bytes, so answers that wait unread cost no copy of the weights each.
 #[derive(Clone, Debug)]
 pub struct PolicyBoard {
-    current: Arc<RwLock<PublishedPolicy>>,
+    current: Arc<RwLock<(PublishedPolicy, bytes::Bytes)>>,
+}
+
+/// `params` as little-endian bytes (the wire form of a packed `repeated float`).
+fn encode_params(params: &[f32]) -> bytes::Bytes {
+    let mut out = Vec::with_capacity(params.len() * 4);
+    for p in params {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    out.into()
+}
+
+/// The floats of little-endian `bytes`.
+///
+/// # Errors
+/// A length that is not a whole number of floats.
+fn decode_params(bytes: &[u8]) -> std::result::Result<Vec<f32>, Status> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(Status::data_loss(format!(
+            "policy weights of {} bytes, not a whole number of f32s",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 impl PolicyBoard {
     /// An empty board (nothing published) for a learner built from `config`.
     pub fn new(config: &str) -> Self {
         PolicyBoard {
-            current: Arc::new(RwLock::new(PublishedPolicy {
-                config: config.into(),
-                ..PublishedPolicy::default()
-            })),
+            current: Arc::new(RwLock::new((
+                PublishedPolicy {
+                    config: config.into(),
+                    ..PublishedPolicy::default()
+                },
+                bytes::Bytes::new(),
+            ))),
         }
     }
 
@@ -46,10 +76,11 @@ impl PolicyBoard {
     /// first).
     pub fn publish(&self, version: u64, env_steps: u64, params: Vec<f32>) {
         let mut cur = self.current.write().unwrap_or_else(|e| e.into_inner());
-        if version > cur.version || cur.params.is_empty() {
-            cur.version = version;
-            cur.env_steps = env_steps;
-            cur.params = Arc::new(params);
+        if version > cur.0.version || cur.0.params.is_empty() {
+            cur.1 = encode_params(&params);
+            cur.0.version = version;
+            cur.0.env_steps = env_steps;
+            cur.0.params = Arc::new(params);
         }
     }
 
@@ -58,6 +89,7 @@ impl PolicyBoard {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
+            .0
             .version
     }
 
@@ -66,12 +98,17 @@ impl PolicyBoard {
         &self,
         have: Option<u64>,
     ) -> std::result::Result<proto::PolicyWeights, Status> {
-        let cur = self
-            .current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if cur.params.is_empty() {
+        let (cur, encoded) = {
+            let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
+            (
+                PublishedPolicy {
+                    params: Arc::default(),
+                    ..guard.0.clone()
+                },
+                guard.1.clone(),
+            )
+        };
+        if encoded.is_empty() {
             return Err(Status::unavailable(
                 "the learner has published no policy yet",
             ));
@@ -80,11 +117,7 @@ impl PolicyBoard {
         Ok(proto::PolicyWeights {
             version: cur.version,
             env_steps: cur.env_steps,
-            params: if newer {
-                cur.params.as_ref().clone()
-            } else {
-                Vec::new()
-            },
+            params: if newer { encoded } else { bytes::Bytes::new() },
             config: if newer {
                 cur.config.to_string()
             } else {
@@ -185,11 +218,16 @@ impl PolicyClient {
             match attempt {
                 Ok(w) if w.params.is_empty() => return Ok((w.version, None)),
                 Ok(w) => {
+                    let params = decode_params(&w.params).map_err(|s| Error::Corrupt {
+                        path: self.addr.clone().into(),
+                        kind: "policy weights".into(),
+                        reason: s.message().to_string(),
+                    })?;
                     self.held = Some(w.version);
                     let p = PublishedPolicy {
                         version: w.version,
                         env_steps: w.env_steps,
-                        params: Arc::new(w.params),
+                        params: Arc::new(params),
                         config: w.config.into(),
                     };
                     return Ok((p.version, Some(p)));

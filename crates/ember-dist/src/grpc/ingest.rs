@@ -1,0 +1,120 @@
+//! The learner's side of the transition stream: what a batch must be to be stored
+//! ([`BatchRules`]), and [`TransitionIngest`], which checks, logs and queues it.
+
+use crate::wal::{Appended, Record, TransitionLog};
+use ember_core::{Error, Result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What the learner takes from a peer: checked against every batch before anything of it
+/// is stored, and against every logged record before the learner trains on it (so that a
+/// record written by hand, by an older version or under other rules is quarantined, not
+/// trained on). An implementation knows the row layout and the learner's spaces.
+pub trait BatchRules: Send + Sync {
+    /// Checks whole rows `values` (their width is already checked).
+    ///
+    /// # Errors
+    /// The first row and field that break a rule, as [`Error::InvalidArgument`].
+    fn check(&self, values: &[f32]) -> Result<()>;
+}
+
+/// Rows of the right width with finite values: what the stream checks when no rules are
+/// given.
+struct Finite {
+    width: usize,
+}
+
+impl BatchRules for Finite {
+    fn check(&self, values: &[f32]) -> Result<()> {
+        match values.iter().position(|v| !v.is_finite()) {
+            Some(i) => Err(Error::invalid(
+                format!("row {} value {}", i / self.width, i % self.width),
+                values[i],
+                "a finite number",
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The learner's side of the transition stream: batches that pass the [`BatchRules`] are
+/// appended to its [`TransitionLog`] (durable before the acknowledgement), then handed to
+/// the learner through a bounded queue ([`TransitionIngest::new`]'s receiver). When the
+/// learner falls behind, the queue fills and the actors' streams wait: memory stays flat.
+#[derive(Clone)]
+pub struct TransitionIngest {
+    log: Arc<std::sync::Mutex<TransitionLog>>,
+    tx: std::sync::mpsc::SyncSender<Record>,
+    pub(super) width: u32,
+    rules: Arc<dyn BatchRules>,
+    finished: Arc<AtomicBool>,
+}
+
+impl TransitionIngest {
+    /// Ingest into `log` rows of `width` finite values; the learner reads stored batches
+    /// from the returned receiver (at most `queue` waiting).
+    pub fn new(
+        log: TransitionLog,
+        width: u32,
+        queue: usize,
+    ) -> (Self, std::sync::mpsc::Receiver<Record>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(queue.max(1));
+        (
+            TransitionIngest {
+                log: Arc::new(std::sync::Mutex::new(log)),
+                tx,
+                width,
+                rules: Arc::new(Finite {
+                    width: width.max(1) as usize,
+                }),
+                finished: Arc::default(),
+            },
+            rx,
+        )
+    }
+
+    /// Checks every batch against `rules` (instead of finiteness alone) before storing it.
+    pub fn with_rules(mut self, rules: Arc<dyn BatchRules>) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Marks training finished: every acknowledgement from now on tells the actor so
+    /// (batches are still stored).
+    pub fn finish(&self) {
+        self.finished.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Relaxed)
+    }
+
+    /// Checks `values` (whole rows of [`TransitionIngest`]'s width) against the rules.
+    ///
+    /// # Errors
+    /// The first row and field that break one.
+    pub(super) fn check(&self, values: &[f32]) -> Result<()> {
+        self.rules.check(values)
+    }
+
+    /// Makes `batch` durable, then queues it for the learner unless it was a resend.
+    pub(super) fn ingest(&self, batch: Record) -> Result<Appended> {
+        let appended = {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.append(std::slice::from_ref(&batch))?[0]
+        };
+        if appended == Appended::Stored && !self.is_finished() && self.tx.send(batch).is_err() {
+            return Err(Error::Unavailable {
+                what: "the learner's transition queue".into(),
+                hint: "the learner stopped reading it".into(),
+            });
+        }
+        Ok(appended)
+    }
+
+    /// Records and rows in the log (durable, acknowledged or about to be).
+    pub fn stored(&self) -> (u64, u64) {
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        (log.records(), log.rows())
+    }
+}

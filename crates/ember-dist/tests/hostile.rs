@@ -1,0 +1,653 @@
+//! Hostile peers on loopback, against a real learner server (in this process or in a child
+//! process of its own): batches that break the learner's rules, idle streams past tokio's
+//! blocking pool, idle sockets and half-open TLS handshakes at a low descriptor limit,
+//! answers never read, and one peer holding many slots. In each, an honest actor keeps at
+//! least 80% of the throughput it has alone, the server's memory stays bounded, and
+//! nothing unusable is stored.
+//!
+//! The attacker dials from 127.0.0.2 (all of 127.0.0.0/8 is loopback on Linux) and the
+//! honest actor from 127.0.0.1, so that the server tells them apart by address, as it
+//! would two machines.
+#![cfg(feature = "grpc")]
+
+use ember_algo::{ActionBuf, Agent};
+use ember_core::{BoxSpace, Discrete, Space};
+use ember_dist::cluster::{RowRules, TransitionRows};
+use ember_dist::grpc::proto;
+use ember_dist::{
+    ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, LearnerServices,
+    PolicyBoard, PolicyClient, RemoteActor, SelfSigned, ServerSecurity, ServerTls,
+    TransitionIngest, TransitionLog, TransitionSender,
+};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{Echo, echo_inference};
+
+const ATTACKER: &str = "127.0.0.2";
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
+    let dir = std::env::temp_dir().join(format!("ember-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    TempDir(dir)
+}
+
+fn quick() -> Backoff {
+    Backoff {
+        initial: Duration::from_millis(10),
+        max: Duration::from_millis(100),
+        give_up_after: Duration::from_secs(5),
+    }
+}
+
+/// CartPole's row layout: 4 observation values, a discrete action of 2.
+const LAYOUT: TransitionRows = TransitionRows {
+    obs_dim: 2,
+    act_dim: 1,
+};
+
+fn rules() -> RowRules {
+    RowRules::new(LAYOUT, &Space::Discrete(Discrete::new(2).unwrap()), 1e6).unwrap()
+}
+
+/// The server every test attacks: [`Echo`]'s inference, a transition stream under
+/// [`rules`], and a published policy of `policy_len` weights.
+struct Learner {
+    _inference: ember_dist::InferenceServer<Echo>,
+    grpc: GrpcServer,
+    ingest: TransitionIngest,
+    _dir: TempDir,
+}
+
+fn learner(
+    name: &str,
+    limits: GrpcLimits,
+    security: &ServerSecurity,
+    policy_len: usize,
+) -> Learner {
+    learner_at(name, "127.0.0.1:0", limits, security, policy_len)
+}
+
+fn learner_at(
+    name: &str,
+    addr: &str,
+    limits: GrpcLimits,
+    security: &ServerSecurity,
+    policy_len: usize,
+) -> Learner {
+    let dir = temp_dir(name);
+    let (log, _) = TransitionLog::open(&dir.0.join("log")).unwrap();
+    let (ingest, rx) = TransitionIngest::new(log, LAYOUT.width() as u32, 1024);
+    let ingest = ingest.with_rules(Arc::new(rules()));
+    std::thread::spawn(move || for _ in rx {});
+    let inference = echo_inference();
+    let board = PolicyBoard::new("policy config");
+    board.publish(1, 0, vec![0.25; policy_len]);
+    let services = LearnerServices {
+        inference: inference.handle(),
+        kind: ActionKind::Discrete,
+        ingest: Some(ingest.clone()),
+        policy: Some(board),
+    };
+    let grpc = GrpcServer::learner_services_secured(addr, services, limits, security).unwrap();
+    Learner {
+        _inference: inference,
+        grpc,
+        ingest,
+        _dir: dir,
+    }
+}
+
+/// A good transition row: obs, action, reward, next obs, terminated, truncated.
+fn row() -> Vec<f32> {
+    vec![0.1, -0.2, 1.0, 1.0, 0.15, -0.25, 0.0, 0.0]
+}
+
+/// The best of three 300 ms windows of acting: requests per second.
+fn act_rate(actor: &mut RemoteActor) -> f64 {
+    let mut out = ActionBuf::Discrete(vec![]);
+    let mut best: f64 = 0.0;
+    for _ in 0..3 {
+        let (start, mut n) = (Instant::now(), 0u32);
+        while start.elapsed() < Duration::from_millis(300) {
+            actor.act(&[1.0, 0.0], true, &mut out).unwrap();
+            assert_eq!(out, ActionBuf::Discrete(vec![1]));
+            n += 1;
+        }
+        best = best.max(f64::from(n) / start.elapsed().as_secs_f64());
+    }
+    best
+}
+
+fn assert_kept(what: &str, before: f64, during: f64) {
+    eprintln!("{what}: honest actor {before:.0} requests/s alone, {during:.0} under attack");
+    assert!(
+        during >= 0.8 * before,
+        "{what}: {during:.0} requests/s under attack, {before:.0} alone"
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A plain-text channel to `addr` dialled from the attacker's address.
+async fn attacker_channel(addr: SocketAddr) -> Option<tonic::transport::Channel> {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .local_address(Some(ATTACKER.parse().unwrap()))
+        .connect()
+        .await
+        .ok()
+}
+
+#[test]
+fn batches_that_break_the_rules_are_refused_by_row_and_field_and_nothing_is_stored() {
+    let l = learner(
+        "rules",
+        GrpcLimits::default(),
+        &ServerSecurity::insecure(),
+        4,
+    );
+    let addr = l.grpc.local_addr().to_string();
+    let width = LAYOUT.width() as u32;
+    let mut actor = 0;
+    let mut send = |values: Vec<f32>| {
+        actor += 1;
+        let mut s = TransitionSender::connect(&addr, actor, 1, width, quick()).unwrap();
+        s.send(&values).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let broken = |i: usize, v: f32| {
+        let mut rows = [row(), row(), row()].concat();
+        rows[LAYOUT.width() + i] = v;
+        rows
+    };
+    for (i, v, want) in [
+        (6, 0.5, "row 1 terminated: got 0.5, expected 0 or 1"),
+        (7, -1.0, "row 1 truncated"),
+        (
+            2,
+            7.0,
+            "row 1 action: got 7, expected an action index of Discrete(2)",
+        ),
+        (2, 0.5, "row 1 action: got 0.5"),
+        (0, 3e38, "row 1 observation[0]: got 300000000"),
+        (3, -3e38, "row 1 reward"),
+        (5, f32::NAN, "row 1 next observation[1]"),
+    ] {
+        let e = send(broken(i, v)).unwrap_err();
+        assert!(e.contains(want), "`{want}` in: {e}");
+        assert!(e.contains("InvalidArgument"), "{e}");
+    }
+    assert_eq!(l.ingest.stored(), (0, 0), "nothing of a refused batch");
+    assert_eq!(l.grpc.stats().refused.invalid, 7);
+    send([row(), row()].concat()).unwrap();
+    assert_eq!(l.ingest.stored(), (1, 2));
+}
+
+#[test]
+fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
+    // 600 idle streams: past tokio's 512 blocking threads, which a thread per stream held.
+    let limits = GrpcLimits {
+        max_streams_per_peer: 1024,
+        ..GrpcLimits::default()
+    };
+    let l = learner("idle-streams", limits, &ServerSecurity::insecure(), 4);
+    let addr = l.grpc.local_addr();
+    let mut honest = RemoteActor::connect(&addr.to_string(), quick()).unwrap();
+    let before = act_rate(&mut honest);
+    let rt = runtime();
+    let held = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..75 {
+            let channel = attacker_channel(addr).await.expect("connects");
+            for _ in 0..8 {
+                let mut client = proto::learner_client::LearnerClient::new(channel.clone());
+                let (tx, rx) = tokio::sync::mpsc::channel::<proto::ActRequest>(1);
+                let answers = client
+                    .act(tokio_stream::wrappers::ReceiverStream::new(rx))
+                    .await
+                    .expect("an idle stream is taken");
+                held.push((tx, answers));
+            }
+        }
+        held
+    });
+    assert_eq!(l.grpc.stats().streams, 601);
+    let during = act_rate(&mut honest);
+    assert_kept("600 idle act streams", before, during);
+    // Acknowledgements need no thread from the same pool either.
+    let mut sender =
+        TransitionSender::connect(&addr.to_string(), 1, 1, LAYOUT.width() as u32, quick()).unwrap();
+    let t = Instant::now();
+    for _ in 0..20 {
+        sender.send(&row()).unwrap();
+    }
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    drop(held);
+    drop(rt);
+}
+
+#[test]
+fn one_peer_cannot_hold_every_slot() {
+    let limits = GrpcLimits {
+        max_streams: 40,
+        max_streams_per_peer: 16,
+        max_connections_per_peer: 8,
+        ..GrpcLimits::default()
+    };
+    let l = learner("slots", limits, &ServerSecurity::insecure(), 4);
+    let addr = l.grpc.local_addr();
+    let mut honest = RemoteActor::connect(&addr.to_string(), quick()).unwrap();
+    let before = act_rate(&mut honest);
+    let rt = runtime();
+    let (held, refused) = rt.block_on(async {
+        let (mut held, mut refused) = (Vec::new(), 0);
+        for _ in 0..20 {
+            // Connections past the peer's 8 are closed at accept.
+            let Some(channel) = attacker_channel(addr).await else {
+                refused += 1;
+                continue;
+            };
+            for _ in 0..4 {
+                let mut client = proto::learner_client::LearnerClient::new(channel.clone());
+                let (tx, rx) = tokio::sync::mpsc::channel::<proto::ActRequest>(1);
+                let call = client.act(tokio_stream::wrappers::ReceiverStream::new(rx));
+                match tokio::time::timeout(Duration::from_secs(2), call).await {
+                    Ok(Ok(answers)) => held.push((tx, answers)),
+                    _ => refused += 1,
+                }
+            }
+        }
+        (held, refused)
+    });
+    let stats = l.grpc.stats();
+    eprintln!(
+        "one peer: {} streams held, {refused} refused; {stats:?}",
+        held.len()
+    );
+    assert_eq!(held.len(), 16, "a peer holds at most its 16 streams");
+    assert!(refused > 0);
+    let attacker: IpAddr = ATTACKER.parse().unwrap();
+    let peer = stats.peers.iter().find(|p| p.addr == attacker).unwrap();
+    assert!(peer.connections <= 8 && peer.streams == 16, "{peer:?}");
+    // The honest peer still gets new streams, and its speed.
+    let mut another = RemoteActor::connect(&addr.to_string(), quick()).unwrap();
+    let mut out = ActionBuf::Discrete(vec![]);
+    another.act(&[1.0, 0.0], false, &mut out).unwrap();
+    let during = act_rate(&mut honest);
+    assert_kept("a peer holding its every slot", before, during);
+    drop(held);
+    drop(rt);
+}
+
+#[test]
+fn an_idle_stream_gives_its_slot_back_and_the_actor_goes_on() {
+    let limits = GrpcLimits {
+        stream_idle_timeout: Duration::from_millis(300),
+        max_streams: 1,
+        ..GrpcLimits::default()
+    };
+    let l = learner("idle-timeout", limits, &ServerSecurity::insecure(), 4);
+    let addr = l.grpc.local_addr().to_string();
+    let mut actor = RemoteActor::connect(&addr, quick()).unwrap();
+    let mut out = ActionBuf::Discrete(vec![]);
+    actor.act(&[1.0, 0.0], true, &mut out).unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let stats = l.grpc.stats();
+    assert_eq!((stats.streams, stats.refused.idle_streams), (0, 1));
+    // The only slot is free again: another actor takes it, then the first reconnects.
+    let other = RemoteActor::connect(&addr, quick()).unwrap();
+    drop(other);
+    actor.act(&[0.0, 0.0], true, &mut out).unwrap();
+    assert_eq!(out, ActionBuf::Discrete(vec![0]));
+}
+
+// ---- attacks on a server in a child process: descriptors, CPU and memory are its own ----
+
+/// What the child serves: `EMBER_HOSTILE_CHILD=port,nofile,dir`. It serves TLS (its
+/// certificate written to `dir/ca.pem`) with a policy of 67,500 weights (270 KB) and
+/// writes a file every 50 ms, as a learner's checkpoints do, printing a line each time that
+/// fails.
+#[test]
+fn child_server() {
+    let Ok(spec) = std::env::var("EMBER_HOSTILE_CHILD") else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let (port, nofile, dir) = (
+        parts[0],
+        parts[1].parse::<u64>().unwrap(),
+        Path::new(parts[2]),
+    );
+    if nofile > 0 {
+        let lim = libc::rlimit {
+            rlim_cur: nofile,
+            rlim_max: nofile,
+        };
+        // SAFETY: setrlimit reads the struct we pass.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    }
+    let pair = SelfSigned::generate(&["localhost", "127.0.0.1"]).unwrap();
+    std::fs::write(dir.join("ca.pem"), &pair.cert_pem).unwrap();
+    let security = ServerSecurity {
+        token: None,
+        tls: Some(ServerTls::from_pem(pair.cert_pem, pair.key_pem)),
+    };
+    let limits = GrpcLimits {
+        handshake_timeout: Duration::from_secs(1),
+        max_connections_per_peer: 16,
+        ..GrpcLimits::default()
+    };
+    let _l = learner_at(
+        "child",
+        &format!("127.0.0.1:{port}"),
+        limits,
+        &security,
+        67_500,
+    );
+    std::fs::write(dir.join("ready"), b"").unwrap();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Err(e) = std::fs::write(dir.join("checkpoint"), b"state") {
+            println!("checkpoint failed: {e}");
+        }
+    }
+}
+
+struct ChildServer {
+    child: Child,
+    addr: SocketAddr,
+    ca: String,
+    _dir: TempDir,
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_child_server(name: &str, nofile: u64) -> ChildServer {
+    let dir = temp_dir(name);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["child_server", "--exact", "--nocapture", "--test-threads=1"])
+        .env(
+            "EMBER_HOSTILE_CHILD",
+            format!("{port},{nofile},{}", dir.0.display()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir.0.join("ready").exists() {
+        assert!(Instant::now() < deadline, "the child server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ca = std::fs::read_to_string(dir.0.join("ca.pem")).unwrap();
+    ChildServer {
+        child,
+        addr: format!("127.0.0.1:{port}").parse().unwrap(),
+        ca,
+        _dir: dir,
+    }
+}
+
+impl ChildServer {
+    fn security(&self) -> ClientSecurity {
+        ClientSecurity {
+            token: None,
+            tls: Some(ClientTls::from_pem(self.ca.clone())),
+        }
+    }
+
+    /// The child's CPU time so far (user + system).
+    fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        // SAFETY: sysconf reads no memory of ours.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        Duration::from_millis(ticks * 1000 / hz)
+    }
+
+    /// The child's resident memory, bytes.
+    fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+/// A TCP connection from the attacker's address (`None`: refused or reset).
+async fn attacker_socket(addr: SocketAddr) -> Option<tokio::net::TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().ok()?;
+    socket
+        .bind(SocketAddr::new(ATTACKER.parse().unwrap(), 0))
+        .ok()?;
+    socket.connect(addr).await.ok()
+}
+
+#[test]
+fn idle_sockets_and_half_open_handshakes_at_a_low_descriptor_limit_lock_no_one_out() {
+    // 128 descriptors: the server keeps 64 free and takes at most 64 connections.
+    let mut server = spawn_child_server("sockets", 128);
+    let addr = server.addr;
+    let mut honest =
+        RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
+    let before = act_rate(&mut honest);
+    let rt = runtime();
+    let cpu_before = server.cpu();
+    let t0 = Instant::now();
+    // 300 idle sockets and 50 half-open TLS handshakes (a few bytes of a ClientHello).
+    let sockets = rt.block_on(async {
+        use tokio::io::AsyncWriteExt;
+        let mut held = Vec::new();
+        for i in 0..350 {
+            if let Some(mut s) = attacker_socket(addr).await {
+                if i >= 300 {
+                    let _ = s.write_all(&[0x16, 0x03, 0x01, 0x02]).await;
+                }
+                held.push(s);
+            }
+        }
+        held
+    });
+    let during = act_rate(&mut honest);
+    // A new honest actor gets in while the sockets are held.
+    let mut late =
+        RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
+    let mut out = ActionBuf::Discrete(vec![]);
+    late.act(&[1.0, 0.0], true, &mut out).unwrap();
+    // Past the handshake timeout every attacker socket is closed by the server.
+    std::thread::sleep(Duration::from_millis(1500));
+    let closed = rt.block_on(async {
+        use tokio::io::AsyncReadExt;
+        let mut closed = 0;
+        for mut s in sockets {
+            let mut buf = [0u8; 64];
+            let r = tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await;
+            closed += usize::from(matches!(r, Ok(Ok(0) | Err(_))));
+        }
+        closed
+    });
+    let (cpu, wall) = (server.cpu() - cpu_before, t0.elapsed());
+    eprintln!(
+        "350 attacker sockets: {closed} closed by the server; server CPU {cpu:?} in {wall:?}"
+    );
+    assert_eq!(closed, 350, "every idle or half-open socket is closed");
+    assert!(
+        cpu.as_secs_f64() < 0.5 * wall.as_secs_f64(),
+        "the server spun: {cpu:?} of CPU in {wall:?}"
+    );
+    assert_kept("350 idle and half-open sockets", before, during);
+    assert!(server.alive(), "the server exited");
+    let mut stdout = String::new();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(late);
+    drop(honest);
+    let _ = server.child.kill();
+    let _ = std::io::Read::read_to_string(server.child.stdout.as_mut().unwrap(), &mut stdout);
+    assert!(
+        !stdout.contains("checkpoint failed"),
+        "the server could not write its file: {stdout}"
+    );
+}
+
+/// Opens a raw HTTP/2 connection (the `h2` crate, not tonic) from the attacker's address
+/// over TLS and sends up to `calls` `Policy` requests whose answers it never reads.
+async fn unread_policy_calls(
+    addr: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+    calls: usize,
+) -> Option<(
+    h2::client::SendRequest<bytes::Bytes>,
+    Vec<h2::client::ResponseFuture>,
+)> {
+    let tcp = attacker_socket(addr).await?;
+    let connector = tokio_rustls::TlsConnector::from(tls);
+    let name = rustls::pki_types::ServerName::try_from("localhost").ok()?;
+    let tls = connector.connect(name, tcp).await.ok()?;
+    let (mut send, connection) = h2::client::handshake(tls).await.ok()?;
+    tokio::spawn(connection);
+    let mut pending = Vec::new();
+    for _ in 0..calls {
+        send = match tokio::time::timeout(Duration::from_millis(200), send.clone().ready()).await {
+            Ok(Ok(ready)) => ready,
+            _ => break,
+        };
+        let request = http::Request::post(format!("https://{addr}/ember.v1.Learner/Policy"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let Ok((response, mut body)) = send.send_request(request, false) else {
+            break;
+        };
+        // An empty PolicyRequest: the gRPC frame header only.
+        let _ = body.send_data(bytes::Bytes::from_static(&[0, 0, 0, 0, 0]), true);
+        pending.push(response);
+    }
+    Some((send, pending))
+}
+
+#[test]
+fn answers_never_read_keep_the_servers_memory_bounded() {
+    let server = spawn_child_server("unread", 0);
+    let addr = server.addr;
+    let mut honest =
+        PolicyClient::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
+    let fetch_rate = |c: &mut PolicyClient| {
+        let mut best: f64 = 0.0;
+        for _ in 0..3 {
+            let (start, mut n) = (Instant::now(), 0u32);
+            while start.elapsed() < Duration::from_millis(300) {
+                // A local actor's poll: the version, weights only when newer.
+                c.fetch().unwrap();
+                n += 1;
+            }
+            best = best.max(f64::from(n) / start.elapsed().as_secs_f64());
+        }
+        best
+    };
+    let (_, first) = honest.fetch().unwrap();
+    assert_eq!(first.unwrap().params.len(), 67_500);
+    let before = fetch_rate(&mut honest);
+    let rss_before = server.rss();
+    let rt = runtime();
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    let ca = rustls::pki_types::CertificateDer::from_pem_slice(server.ca.as_bytes()).unwrap();
+    roots.add(ca).unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let config = Arc::new(config);
+    // 600 calls over as many connections as the server lets this peer hold.
+    let held = rt.block_on(async {
+        let mut held = Vec::new();
+        let mut calls = 0;
+        for _ in 0..75 {
+            if let Some((send, pending)) = unread_policy_calls(addr, config.clone(), 8).await {
+                calls += pending.len();
+                held.push((send, pending));
+            }
+            if calls >= 600 {
+                break;
+            }
+        }
+        held
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let calls: usize = held.iter().map(|h| h.1.len()).sum();
+    let grown = server.rss().saturating_sub(rss_before);
+    let during = fetch_rate(&mut honest);
+    eprintln!(
+        "{calls} unread policy answers (270 KB each) on {} connections: server RSS +{} MiB",
+        held.len(),
+        grown >> 20
+    );
+    assert!(calls >= 100, "the attack sent only {calls} calls");
+    assert!(grown < 64 << 20, "server RSS grew {} MiB", grown >> 20);
+    // Fetches carry 270 KB each: fewer per second than acts, the same 80% bar.
+    assert!(
+        during >= 0.8 * before,
+        "{during:.1} fetches/s under attack, {before:.1} alone"
+    );
+    drop(held);
+    drop(rt);
+}
+
+#[test]
+fn continuous_rows_are_bounded_by_magnitude_not_by_the_box() {
+    let space = Space::Box(BoxSpace::new(vec![-2.0], vec![2.0]).unwrap());
+    let layout = TransitionRows {
+        obs_dim: 1,
+        act_dim: 1,
+    };
+    let rules = RowRules::new(layout, &space, 100.0).unwrap();
+    use ember_dist::BatchRules;
+    // Exploration noise may step past the box: still a usable transition.
+    assert!(rules.check(&[0.5, 2.5, -1.0, 0.4, 0.0, 1.0]).is_ok());
+    assert!(rules.check(&[0.5, 250.0, -1.0, 0.4, 0.0, 1.0]).is_err());
+}
