@@ -651,3 +651,48 @@ fn continuous_rows_are_bounded_by_magnitude_not_by_the_box() {
     assert!(rules.check(&[0.5, 2.5, -1.0, 0.4, 0.0, 1.0]).is_ok());
     assert!(rules.check(&[0.5, 250.0, -1.0, 0.4, 0.0, 1.0]).is_err());
 }
+
+#[test]
+fn unary_calls_past_a_peers_rate_wait_then_are_refused_and_others_are_served() {
+    let limits = GrpcLimits {
+        peer_unary_per_sec: 5.0,
+        ..GrpcLimits::default()
+    };
+    let l = learner("unary", limits, &ServerSecurity::insecure(), 4);
+    let addr = l.grpc.local_addr();
+    let rt = runtime();
+    let codes = rt.block_on(async {
+        let mut calls = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let channel = attacker_channel(addr).await.unwrap();
+            for _ in 0..8 {
+                let mut client = proto::learner_client::LearnerClient::new(channel.clone());
+                calls.spawn(async move { client.info(proto::InfoRequest {}).await.map(|_| ()) });
+            }
+        }
+        let mut codes = Vec::new();
+        while let Some(r) = calls.join_next().await {
+            codes.push(r.unwrap().err().map(|s| s.code()));
+        }
+        codes
+    });
+    let served = codes.iter().filter(|c| c.is_none()).count();
+    let refused = codes
+        .iter()
+        .filter(|c| **c == Some(tonic::Code::ResourceExhausted))
+        .count();
+    eprintln!("32 calls at once, 5 per second allowed: {served} served, {refused} refused");
+    // A burst of 5, then one every 200 ms for up to a second of waiting.
+    assert!((5..=12).contains(&served), "{served} served");
+    assert_eq!(served + refused, 32);
+    assert_eq!(l.grpc.stats().refused.unary_rate, refused as u64);
+    // Another peer's calls are not held up.
+    let t = Instant::now();
+    let mut honest = PolicyClient::connect(&addr.to_string(), quick()).unwrap();
+    honest.fetch().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+}

@@ -1,5 +1,5 @@
 //! `TransitionLog`: records come back after reopening, a torn tail is cut, damage in the
-//! middle is refused, resends are recognised, and a process killed with SIGKILL while
+//! middle is refused (or, salvaging, set aside), resends are recognised, and a process killed with SIGKILL while
 //! appending loses no acknowledged record.
 
 use ember_dist::{Appended, Record, TransitionLog};
@@ -115,6 +115,54 @@ fn a_torn_tail_is_cut_and_damage_in_the_middle_is_refused() {
     std::fs::write(&path, b"hello world, not a log").unwrap();
     assert!(TransitionLog::open(&path).is_err());
     assert_eq!(std::fs::read(&path).unwrap(), b"hello world, not a log");
+}
+
+#[test]
+fn salvaging_sets_damage_aside_and_keeps_every_good_record() {
+    let path = temp("salvage");
+    let (mut log, _) = TransitionLog::open(&path).unwrap();
+    for s in 1..=4 {
+        log.append(&[record(1, 1, s)]).unwrap();
+    }
+    drop(log);
+    let full = std::fs::read(&path).unwrap();
+    let record_len = (full.len() - 12) / 4;
+    // A readable log is opened as it is.
+    let (_, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
+    assert_eq!((back.len(), salvaged.aside), (4, None));
+    // Damage in the second record: it goes aside whole, the others stay, in order.
+    let mut middle = full.clone();
+    middle[12 + record_len + 30] ^= 1;
+    std::fs::write(&path, &middle).unwrap();
+    let (mut log, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
+    let seqs: Vec<u64> = back.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [1, 3, 4]);
+    assert!(salvaged.reason.contains("checksum"), "{salvaged:?}");
+    let aside = salvaged.aside.unwrap();
+    assert_eq!(
+        std::fs::read(&aside).unwrap(),
+        &middle[12 + record_len..12 + 2 * record_len]
+    );
+    assert_eq!(salvaged.bytes, record_len as u64);
+    // The rewritten log takes appends and reads back without salvaging.
+    log.append(&[record(1, 1, 5)]).unwrap();
+    drop(log);
+    assert_eq!(TransitionLog::open(&path).unwrap().1.len(), 4);
+    // A file of another format is renamed aside, and a new log started.
+    std::fs::write(&path, b"EMBERWAL\x09\x00\x00\x00 a future format").unwrap();
+    let (_, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
+    assert!(back.is_empty());
+    let aside = salvaged.aside.unwrap();
+    assert!(
+        aside.to_string_lossy().contains(".unreadable-"),
+        "{aside:?}"
+    );
+    assert!(std::fs::read(&aside).unwrap().ends_with(b"a future format"));
+    assert!(
+        salvaged.reason.contains("format version 9"),
+        "{}",
+        salvaged.reason
+    );
 }
 
 /// The child: appends batches of 4 records as fast as it can and prints the last sequence
