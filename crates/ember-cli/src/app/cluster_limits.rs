@@ -68,7 +68,9 @@ fn at_least_one<T: PartialOrd + From<u8> + std::fmt::Display + Copy>(
 
 fn rate(flag: &str, v: Option<f64>, default: f64) -> Result<f64> {
     match v {
-        Some(v) if !(v > 0.0) => bail!("invalid {flag}: got {v}, expected a positive rate"),
+        Some(v) if v.is_nan() || v <= 0.0 => {
+            bail!("invalid {flag}: got {v}, expected a positive rate")
+        }
         Some(v) => Ok(v),
         None => Ok(default),
     }
@@ -132,7 +134,7 @@ impl ServeLimits {
             ..d
         };
         let max_abs = match self.max_abs_value {
-            Some(v) if !(v > 0.0 && v.is_finite()) => {
+            Some(v) if !v.is_finite() || v <= 0.0 => {
                 bail!("invalid --max-abs-value: got {v}, expected a positive finite number")
             }
             Some(v) => v,

@@ -101,7 +101,7 @@ impl RowRules {
     /// `max_abs` not a positive number; an action space whose stored width is not the
     /// layout's.
     pub fn new(layout: TransitionRows, action_space: &Space, max_abs: f32) -> Result<Self> {
-        if !(max_abs > 0.0) {
+        if max_abs.is_nan() || max_abs <= 0.0 {
             return Err(Error::invalid(
                 "largest transition value magnitude",
                 max_abs,
@@ -172,7 +172,7 @@ impl BatchRules for RowRules {
                     if !(v >= 0.0 && v < n as f32 && v.fract() == 0.0) {
                         return bad(r, i, v, format!("an action index of Discrete({n}), 0..{n}"));
                     }
-                } else if !(v.abs() <= self.max_abs) {
+                } else if v.is_nan() || v.abs() > self.max_abs {
                     return bad(
                         r,
                         i,

@@ -103,7 +103,7 @@ pub(crate) fn descriptor_limit() -> Option<u64> {
         rlim_max: 0,
     };
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64)
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 /// Why the server turned a peer or a call away, counted.

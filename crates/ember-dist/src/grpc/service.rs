@@ -93,7 +93,10 @@ fn batch_refusal(
 ) -> Option<Status> {
     let width = ingest.width;
     let rows = batch.values.len() / width.max(1) as usize;
-    if batch.width != width || batch.values.is_empty() || batch.values.len() % width as usize != 0 {
+    if batch.width != width
+        || batch.values.is_empty()
+        || !batch.values.len().is_multiple_of(width as usize)
+    {
         Some(Status::invalid_argument(format!(
             "transition batch {}: width {} with {} values, the learner takes whole rows of {width}",
             batch.seq,
