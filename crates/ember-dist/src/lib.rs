@@ -77,4 +77,6 @@ pub use parameter_server::{
     Adam, FlatOptimizer, ParameterServer, ParameterServerConfig, ParameterServerStats, Sgd,
     TrainerHandle, Weights,
 };
-pub use wal::{Appended, Record, Salvaged, TransitionLog};
+pub use wal::{
+    Appended, DEFAULT_SEGMENT_BYTES, LogReader, Record, Released, Salvaged, TransitionLog,
+};

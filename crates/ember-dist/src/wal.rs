@@ -1,5 +1,5 @@
 //! [`TransitionLog`]: a write-ahead log of transition batches — what makes an
-//! acknowledgement durable.
+//! acknowledgement durable — bounded on disk.
 //!
 //! A learner appends each batch an actor sends and syncs the file before acknowledging it;
 //! after a crash (`kill -9`, power loss) [`TransitionLog::open`] reads every complete record
@@ -7,177 +7,29 @@
 //! number, so a batch resent after a lost acknowledgement is recognised and not stored
 //! twice; an actor that restarts comes with a new run id and its numbering starts over.
 //!
-//! File: the magic `EMBERWAL`, a format version, then records `[len u32][crc32 u32]
-//! [payload]` where the payload is `actor u64, run u64, seq u64, width u32, values f32…`
-//! (little endian) and the CRC covers the payload.
+//! The log is a series of segment files (`segment`): the first at the log's path, each
+//! later one beside it named by the absolute index of its first record
+//! (`transitions.wal.0000000000001234`). A new segment starts once the active one passes
+//! [`TransitionLog::set_segment_bytes`]; [`TransitionLog::release`] deletes the oldest
+//! segments a checkpoint covers. [`TransitionLog::open_stream`] reads the records back one
+//! at a time ([`LogReader`]) instead of into memory.
+
+mod salvage;
+mod segment;
+
+pub use salvage::Salvaged;
+pub use segment::{LogReader, Record};
 
 use ember_core::{Error, Result};
+use salvage::{salvage, sync_dir};
+use segment::{End, Header, Segment, scan};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"EMBERWAL";
-const VERSION: u32 = 1;
-const HEADER: u64 = 12;
-/// The largest payload a record may have (a corrupt length must not allocate gigabytes).
-const MAX_PAYLOAD: usize = 256 << 20;
-
-/// One batch of transition rows from one actor.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Record {
-    /// The actor that sent it.
-    pub actor: u64,
-    /// The actor's run id (new each time the actor process starts).
-    pub run: u64,
-    /// The actor's sequence number of this batch within its run (increasing).
-    pub seq: u64,
-    /// Values per row.
-    pub width: u32,
-    /// Rows of `width` values.
-    pub values: Vec<f32>,
-}
-
-impl Record {
-    /// The number of rows.
-    pub fn rows(&self) -> usize {
-        self.values.len() / (self.width.max(1) as usize)
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; 8]);
-        out.extend_from_slice(&self.actor.to_le_bytes());
-        out.extend_from_slice(&self.run.to_le_bytes());
-        out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.width.to_le_bytes());
-        for v in &self.values {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        let payload = &out[start + 8..];
-        let (len, crc) = (payload.len() as u32, crc32fast::hash(payload));
-        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
-        out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
-    }
-
-    fn decode(payload: &[u8]) -> Option<Record> {
-        if payload.len() < 28 || !(payload.len() - 28).is_multiple_of(4) {
-            return None;
-        }
-        let u64_at = |i: usize| u64::from_le_bytes(payload[i..i + 8].try_into().expect("8 bytes"));
-        let width = u32::from_le_bytes(payload[24..28].try_into().expect("4 bytes"));
-        let values: Vec<f32> = payload[28..]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
-        if width == 0 || !values.len().is_multiple_of(width as usize) {
-            return None;
-        }
-        Some(Record {
-            actor: u64_at(0),
-            run: u64_at(8),
-            seq: u64_at(16),
-            width,
-            values,
-        })
-    }
-}
-
-/// What [`TransitionLog::open_salvaging`] set aside.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Salvaged {
-    /// Why the log could not be read as it was (empty: it could).
-    pub reason: String,
-    /// Where the set-aside bytes are (`None`: nothing was set aside).
-    pub aside: Option<PathBuf>,
-    /// Bytes set aside.
-    pub bytes: u64,
-}
-
-/// The record at `at` of `bytes` if one that passes its checksum starts there: its length
-/// in bytes and the record.
-fn record_at(bytes: &[u8], at: usize) -> Option<(usize, Record)> {
-    let head = bytes.get(at..at + 8)?;
-    let n = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
-    let crc = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
-    let payload = bytes.get(at + 8..at + 8 + n).filter(|_| n <= MAX_PAYLOAD)?;
-    if crc32fast::hash(payload) != crc {
-        return None;
-    }
-    Record::decode(payload).map(|r| (8 + n, r))
-}
-
-/// Sets aside what makes the log at `path` unreadable (see
-/// [`TransitionLog::open_salvaging`]).
-fn salvage(path: &Path, reason: &str) -> Result<Salvaged> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| Error::Io { path: p, source }
-    };
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    let readable_header = bytes.len() >= HEADER as usize
-        && &bytes[..8] == MAGIC
-        && u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) == VERSION;
-    let mut name = path.as_os_str().to_owned();
-    if !readable_header {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        name.push(format!(".unreadable-{stamp}"));
-        let aside = PathBuf::from(name);
-        std::fs::rename(path, &aside).map_err(io(path))?;
-        return Ok(Salvaged {
-            reason: reason.into(),
-            aside: Some(aside),
-            bytes: bytes.len() as u64,
-        });
-    }
-    let (mut good, mut damaged) = (bytes[..HEADER as usize].to_vec(), Vec::new());
-    let mut at = HEADER as usize;
-    while at < bytes.len() {
-        match record_at(&bytes, at) {
-            Some((n, _)) => {
-                good.extend_from_slice(&bytes[at..at + n]);
-                at += n;
-            }
-            None => {
-                // Resume at the next offset where a whole record passes its checksum.
-                let next = (at + 1..bytes.len())
-                    .find(|&p| record_at(&bytes, p).is_some())
-                    .unwrap_or(bytes.len());
-                damaged.extend_from_slice(&bytes[at..next]);
-                at = next;
-            }
-        }
-    }
-    name.push(".damaged");
-    let aside = PathBuf::from(name);
-    let mut out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&aside)
-        .map_err(io(&aside))?;
-    out.write_all(&damaged).map_err(io(&aside))?;
-    out.sync_all().map_err(io(&aside))?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".salvaging");
-    let tmp = PathBuf::from(tmp);
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(&good).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // The rename is durable once the folder is synced.
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-    }
-    Ok(Salvaged {
-        reason: reason.into(),
-        aside: Some(aside),
-        bytes: damaged.len() as u64,
-    })
-}
+/// Segment size past which a new one starts, by default.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
 /// What [`TransitionLog::append`] did with a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,135 +40,209 @@ pub enum Appended {
     Duplicate,
 }
 
+/// What [`TransitionLog::release`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Released {
+    /// Segments deleted.
+    pub segments: u64,
+    /// Their records.
+    pub records: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Of their rows, those still within the rows to keep (deleted for the disk budget).
+    pub rows_in_window: u64,
+}
+
 /// An append-only, checksummed log of [`Record`]s with group commit: one `fsync` per
 /// [`TransitionLog::append`] call, however many records it holds.
 pub struct TransitionLog {
     path: PathBuf,
+    /// Oldest first; the last is the one appended to.
+    segments: Vec<Segment>,
     file: File,
     /// Per actor: its current run and the highest sequence number stored.
     last: HashMap<u64, (u64, u64)>,
-    records: u64,
-    rows: u64,
     buf: Vec<u8>,
     sync: bool,
+    segment_bytes: u64,
+    budget: u64,
+}
+
+/// Whether `name` is a later segment of the log named `base`: `base.` and 16 digits.
+fn segment_index(name: &str, base: &str) -> Option<u64> {
+    let digits = name.strip_prefix(base)?.strip_prefix('.')?;
+    (digits.len() == 16 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 impl TransitionLog {
+    /// The segment files of the log at `path`, oldest first.
+    fn segment_paths(path: &Path) -> Result<Vec<PathBuf>> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let base = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::invalid("transition log path", path.display(), "a file name"))?;
+        let mut later = Vec::new();
+        match std::fs::read_dir(&dir) {
+            Ok(entries) => {
+                for e in entries {
+                    let e = e.map_err(io(&dir))?;
+                    if let Some(i) = e.file_name().to_str().and_then(|n| segment_index(n, base)) {
+                        later.push((i, e.path()));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&dir)(e)),
+        }
+        later.sort();
+        let mut paths: Vec<PathBuf> = path
+            .exists()
+            .then(|| path.to_path_buf())
+            .into_iter()
+            .collect();
+        paths.extend(later.into_iter().map(|(_, p)| p));
+        Ok(paths)
+    }
+
     /// Opens (or creates) the log at `path` and returns it with every complete record in
     /// it, in order. A torn last record — the write a crash interrupted, never acknowledged —
-    /// is cut off.
+    /// is cut off. Reads every record into memory: [`TransitionLog::open_stream`] does not.
     ///
     /// # Errors
     /// An I/O error; a file that is not an Ember transition log, or one damaged before its
     /// end (a record failing its checksum with more after it): then the file is left as it
     /// is.
     pub fn open(path: &Path) -> Result<(Self, Vec<Record>)> {
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let mut records = Vec::new();
-        if len == 0 {
-            file.write_all(MAGIC).map_err(io)?;
-            file.write_all(&VERSION.to_le_bytes()).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        } else {
-            let mut bytes = Vec::with_capacity(len as usize);
-            file.read_to_end(&mut bytes).map_err(io)?;
-            if bytes.len() < HEADER as usize || &bytes[..8] != MAGIC {
-                return Err(Error::Corrupt {
-                    path: path.to_path_buf(),
-                    kind: "transition log".into(),
-                    reason: "no transition-log header (another file?)".into(),
-                });
-            }
-            let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-            if version != VERSION {
-                return Err(Error::Corrupt {
-                    path: path.to_path_buf(),
-                    kind: "transition log".into(),
-                    reason: format!("format version {version}, this build reads {VERSION}"),
-                });
-            }
-            let mut at = HEADER as usize;
-            while at < bytes.len() {
-                let record = bytes.get(at..at + 8).and_then(|head| {
-                    let n = u32::from_le_bytes(head[..4].try_into().expect("4 bytes")) as usize;
-                    let crc = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
-                    let payload = bytes.get(at + 8..at + 8 + n).filter(|_| n <= MAX_PAYLOAD)?;
-                    let ok = crc32fast::hash(payload) == crc;
-                    Some((n, ok.then(|| Record::decode(payload)).flatten()))
-                });
-                match record {
-                    Some((n, Some(r))) => {
-                        records.push(r);
-                        at += 8 + n;
-                    }
-                    // A bad record that ends the file is the write a crash cut short.
-                    Some((n, None)) if at + 8 + n == bytes.len() => break,
-                    None => break,
-                    // A bad record with more after it is damage, not a torn write: refuse
-                    // rather than drop acknowledged records.
-                    Some((_, None)) => {
-                        return Err(Error::Corrupt {
-                            path: path.to_path_buf(),
-                            kind: "transition log".into(),
-                            reason: format!(
-                                "record {} at byte {at} fails its checksum and more follow",
-                                records.len()
-                            ),
-                        });
-                    }
-                }
-            }
-            if at < bytes.len() {
-                // The unacknowledged tail of a crash: cut it so appends follow good records.
-                file.set_len(at as u64).map_err(io)?;
-                file.sync_all().map_err(io)?;
-            }
-        }
-        file.seek(SeekFrom::End(0)).map_err(io)?;
-        let mut log = TransitionLog {
-            path: path.to_path_buf(),
-            file,
-            last: HashMap::new(),
-            records: 0,
-            rows: 0,
-            buf: Vec::new(),
-            sync: true,
-        };
-        for r in &records {
-            log.note(r);
-        }
+        let (log, reader) = Self::open_stream(path)?;
+        let records = reader.collect::<Result<Vec<_>>>()?;
         Ok((log, records))
     }
 
-    /// [`TransitionLog::open`] that never refuses a damaged log: a log without a readable
-    /// header (another format version, another file) is renamed aside and a new one
-    /// started; damage in the middle is cut out — the damaged bytes are appended to
-    /// `<path>.damaged`, the log is rewritten (atomically) with every record that passes its
-    /// checksum, and reading resumes at the next such record. What was set aside is
-    /// returned, for the caller to report; no byte is deleted.
+    /// [`TransitionLog::open`] that returns the records as a [`LogReader`], which reads
+    /// them from disk one at a time (a restart needs memory for one record, not the log).
+    ///
+    /// # Errors
+    /// As [`TransitionLog::open`].
+    pub fn open_stream(path: &Path) -> Result<(Self, LogReader)> {
+        let mut paths = Self::segment_paths(path)?;
+        if paths.is_empty() {
+            let mut file = File::create(path).map_err(io(path))?;
+            file.write_all(&Header::default().encode())
+                .map_err(io(path))?;
+            file.sync_all().map_err(io(path))?;
+            sync_dir(path)?;
+            paths.push(path.to_path_buf());
+        }
+        let mut last: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut segments = Vec::with_capacity(paths.len());
+        let count = paths.len();
+        for (k, p) in paths.iter().enumerate() {
+            let mut seen = Vec::new();
+            let (seg, end) = scan(p, |r| seen.push((r.actor, r.run, r.seq)))?;
+            if k == 0 {
+                for &(actor, run, seq) in &seg.header.table {
+                    last.insert(actor, (run, seq));
+                }
+            }
+            for (actor, run, seq) in seen {
+                note_seq(&mut last, actor, run, seq);
+            }
+            match end {
+                End::Clean => {}
+                End::Torn if k + 1 == count => {
+                    // The unacknowledged tail of a crash: cut it so appends follow good
+                    // records.
+                    let file = OpenOptions::new().write(true).open(p).map_err(io(p))?;
+                    file.set_len(seg.len).map_err(io(p))?;
+                    file.sync_all().map_err(io(p))?;
+                }
+                End::Torn => {
+                    return Err(Error::Corrupt {
+                        path: p.clone(),
+                        kind: "transition log".into(),
+                        reason: format!(
+                            "segment ends in a cut record after record {} and later segments follow",
+                            seg.records
+                        ),
+                    });
+                }
+                // A bad record with more after it is damage, not a torn write: refuse
+                // rather than drop acknowledged records.
+                End::Damaged(reason) => {
+                    return Err(Error::Corrupt {
+                        path: p.clone(),
+                        kind: "transition log".into(),
+                        reason,
+                    });
+                }
+            }
+            segments.push(seg);
+        }
+        let active = segments.last().expect("at least one segment").path.clone();
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(&active)
+            .map_err(io(&active))?;
+        file.seek(SeekFrom::End(0)).map_err(io(&active))?;
+        let reader = LogReader::new(segments.clone());
+        let log = TransitionLog {
+            path: path.to_path_buf(),
+            segments,
+            file,
+            last,
+            buf: Vec::new(),
+            sync: true,
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            budget: u64::MAX,
+        };
+        Ok((log, reader))
+    }
+
+    /// [`TransitionLog::open`] that never refuses a damaged log: a segment without a
+    /// readable header (another format version, another file) is renamed aside; damage
+    /// in the middle of a segment is cut out — the damaged bytes are appended to
+    /// `<segment>.damaged`, the segment is rewritten (atomically) with every record that
+    /// passes its checksum. What was set aside is returned, for the caller to report; no
+    /// byte is deleted.
     ///
     /// # Errors
     /// An I/O error.
     pub fn open_salvaging(path: &Path) -> Result<(Self, Vec<Record>, Salvaged)> {
-        match Self::open(path) {
-            Ok((log, records)) => Ok((log, records, Salvaged::default())),
-            Err(Error::Corrupt { reason, .. }) => {
-                let salvaged = salvage(path, &reason)?;
-                let (log, records) = Self::open(path)?;
-                Ok((log, records, salvaged))
+        let (log, reader, salvaged) = Self::open_stream_salvaging(path)?;
+        let records = reader.collect::<Result<Vec<_>>>()?;
+        Ok((log, records, salvaged))
+    }
+
+    /// [`TransitionLog::open_salvaging`] with the records as a [`LogReader`].
+    ///
+    /// # Errors
+    /// An I/O error.
+    pub fn open_stream_salvaging(path: &Path) -> Result<(Self, LogReader, Salvaged)> {
+        let mut salvaged = Salvaged::default();
+        // Each round sets one segment right; a log has finitely many.
+        loop {
+            match Self::open_stream(path) {
+                Ok((log, reader)) => return Ok((log, reader, salvaged)),
+                Err(Error::Corrupt {
+                    path: bad, reason, ..
+                }) if salvaged.asides.len() <= 1 + Self::segment_paths(path)?.len() => {
+                    salvage(&bad, &reason, &mut salvaged)?;
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => Err(e),
         }
     }
 
@@ -326,13 +252,107 @@ impl TransitionLog {
         self.sync = on;
     }
 
-    fn note(&mut self, r: &Record) {
-        self.records += 1;
-        self.rows += r.rows() as u64;
-        let e = self.last.entry(r.actor).or_insert((r.run, r.seq));
-        if e.0 != r.run || r.seq > e.1 {
-            *e = (r.run, r.seq);
+    /// Starts a new segment once the active one would pass `bytes` (the default is
+    /// [`DEFAULT_SEGMENT_BYTES`]; a segment holds at least one append).
+    pub fn set_segment_bytes(&mut self, bytes: u64) {
+        self.segment_bytes = bytes.max(1);
+    }
+
+    /// Sets the disk budget that [`TransitionLog::is_full`] compares the log's size with
+    /// (`u64::MAX`, the default: none).
+    pub fn set_budget(&mut self, bytes: u64) {
+        self.budget = bytes;
+    }
+
+    /// Whether the log has reached its disk budget: an ingest should wait for a
+    /// [`TransitionLog::release`] before appending.
+    pub fn is_full(&self) -> bool {
+        self.bytes() >= self.budget
+    }
+
+    /// Bytes of the log on disk, every segment together.
+    pub fn bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+
+    /// The absolute index of the oldest record still in the log (0 until a release).
+    pub fn first_index(&self) -> u64 {
+        self.segments[0].header.first
+    }
+
+    /// The segment files, oldest first.
+    pub fn segments(&self) -> Vec<PathBuf> {
+        self.segments.iter().map(|s| s.path.clone()).collect()
+    }
+
+    /// Deletes the oldest segments (never the one appended to) whose records all have
+    /// absolute indices below `covered` (a checkpoint took them in) and either whose rows
+    /// are all older than the newest `keep_rows` (the replay window a restart rebuilds),
+    /// or while the log is over its disk budget.
+    ///
+    /// # Errors
+    /// An I/O error deleting a file (the log then keeps that segment).
+    pub fn release(&mut self, covered: u64, keep_rows: u64) -> Result<Released> {
+        let mut out = Released::default();
+        let total_rows = self.rows();
+        while self.segments.len() > 1 {
+            let s = &self.segments[0];
+            let end = s.header.first + s.records;
+            let end_row = s.header.first_row + s.rows;
+            let outside = total_rows - end_row >= keep_rows;
+            if end > covered || !(outside || self.is_full()) {
+                break;
+            }
+            std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+            sync_dir(&s.path)?;
+            out.segments += 1;
+            out.records += s.records;
+            out.bytes += s.len;
+            out.rows_in_window += if outside {
+                0
+            } else {
+                s.rows.min(keep_rows - (total_rows - end_row))
+            };
+            self.segments.remove(0);
         }
+        Ok(out)
+    }
+
+    /// Starts a new segment after the active one, its header holding the resend table.
+    fn roll(&mut self) -> Result<()> {
+        let header = Header {
+            first: self.records(),
+            first_row: self.rows(),
+            table: {
+                let mut t: Vec<(u64, u64, u64)> =
+                    self.last.iter().map(|(&a, &(r, s))| (a, r, s)).collect();
+                t.sort_unstable();
+                t
+            },
+        };
+        let path = PathBuf::from(format!("{}.{:016}", self.path.display(), header.first));
+        let bytes = header.encode();
+        let mut file = File::create(&path).map_err(io(&path))?;
+        file.write_all(&bytes).map_err(io(&path))?;
+        file.sync_all().map_err(io(&path))?;
+        sync_dir(&path)?;
+        self.file = file;
+        self.segments.push(Segment {
+            path,
+            header,
+            header_len: bytes.len() as u64,
+            len: bytes.len() as u64,
+            records: 0,
+            rows: 0,
+        });
+        Ok(())
+    }
+
+    fn note(&mut self, r: &Record) {
+        let seg = self.segments.last_mut().expect("at least one segment");
+        seg.records += 1;
+        seg.rows += r.rows() as u64;
+        note_seq(&mut self.last, r.actor, r.run, r.seq);
     }
 
     /// Whether `r` is already stored: same actor and run, sequence number not above the
@@ -371,14 +391,17 @@ impl TransitionLog {
             }
         }
         if !self.buf.is_empty() {
-            let io = |source| Error::Io {
-                path: self.path.clone(),
-                source,
-            };
-            self.file.write_all(&self.buf).map_err(io)?;
-            if self.sync {
-                self.file.sync_data().map_err(io)?;
+            let active = self.segments.last().expect("at least one segment");
+            if active.records > 0 && active.len + self.buf.len() as u64 > self.segment_bytes {
+                self.roll()?;
             }
+            let active = self.segments.last_mut().expect("at least one segment");
+            let path = active.path.clone();
+            self.file.write_all(&self.buf).map_err(io(&path))?;
+            if self.sync {
+                self.file.sync_data().map_err(io(&path))?;
+            }
+            active.len += self.buf.len() as u64;
             for r in stored {
                 self.note(r);
             }
@@ -386,18 +409,29 @@ impl TransitionLog {
         Ok(out)
     }
 
-    /// Records stored (recovered ones included).
+    /// Records stored since the log began (recovered and released ones included): the
+    /// absolute index the next record gets.
     pub fn records(&self) -> u64 {
-        self.records
+        let s = self.segments.last().expect("at least one segment");
+        s.header.first + s.records
     }
 
-    /// Transition rows stored (recovered ones included).
+    /// Transition rows stored since the log began (recovered and released ones included).
     pub fn rows(&self) -> u64 {
-        self.rows
+        let s = self.segments.last().expect("at least one segment");
+        s.header.first_row + s.rows
     }
 
-    /// The file.
+    /// The log's path (its first segment's file).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Notes that `actor` stored batch `seq` of run `run`.
+fn note_seq(last: &mut HashMap<u64, (u64, u64)>, actor: u64, run: u64, seq: u64) {
+    let e = last.entry(actor).or_insert((run, seq));
+    if e.0 != run || seq > e.1 {
+        *e = (run, seq);
     }
 }

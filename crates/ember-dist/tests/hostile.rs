@@ -696,3 +696,65 @@ fn unary_calls_past_a_peers_rate_wait_then_are_refused_and_others_are_served() {
         t.elapsed()
     );
 }
+
+#[test]
+fn a_flooding_peer_cannot_fill_the_disk_its_acknowledgements_wait() {
+    let dir = temp_dir("budget");
+    let (mut log, _) = TransitionLog::open(&dir.0.join("log")).unwrap();
+    // Rows of 8 values: a batch of 10 rows is 8 + 28 + 320 bytes; 1 KB segments, 4 KB in all.
+    log.set_segment_bytes(1024);
+    log.set_budget(4096);
+    let (ingest, rx) = TransitionIngest::new(log, LAYOUT.width() as u32, 1024);
+    let ingest = ingest.with_rules(Arc::new(rules()));
+    std::thread::spawn(move || for _ in rx {});
+    let inference = echo_inference();
+    let services = LearnerServices {
+        inference: inference.handle(),
+        kind: ActionKind::Discrete,
+        ingest: Some(ingest.clone()),
+        policy: None,
+    };
+    let grpc =
+        GrpcServer::learner_services("127.0.0.1:0", services, GrpcLimits::default()).unwrap();
+    let addr = grpc.local_addr().to_string();
+    let flood = std::thread::spawn(move || {
+        let mut s = TransitionSender::connect(&addr, 1, 1, LAYOUT.width() as u32, quick()).unwrap();
+        let batch: Vec<f32> = (0..10).flat_map(|_| row()).collect();
+        let mut slowest = Duration::ZERO;
+        for _ in 0..30 {
+            let t = Instant::now();
+            s.send(&batch).unwrap();
+            slowest = slowest.max(t.elapsed());
+        }
+        slowest
+    });
+    // The learner's checkpoints: every 400 ms, everything acknowledged is covered.
+    let mut peak = 0;
+    let start = Instant::now();
+    while !flood.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+        peak = peak.max(std::fs::read_dir(&dir.0).unwrap().count());
+        if start.elapsed() > Duration::from_secs(30) {
+            panic!("the flood never finished");
+        }
+        if ingest.wants_room() {
+            std::thread::sleep(Duration::from_millis(400));
+            ingest.release(ingest.stored().0, 0).unwrap();
+        }
+    }
+    let slowest = flood.join().unwrap();
+    let bytes: u64 = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    eprintln!(
+        "30 batches into a 4 KB log: slowest acknowledgement {slowest:?}, at most {peak} \
+         segments, {bytes} bytes at the end"
+    );
+    assert!(
+        slowest >= Duration::from_millis(300),
+        "{slowest:?}: no push-back"
+    );
+    assert!(peak <= 6, "{peak} segment files");
+    assert_eq!(ingest.stored(), (30, 300), "every batch stored once");
+}

@@ -129,7 +129,8 @@ fn salvaging_sets_damage_aside_and_keeps_every_good_record() {
     let record_len = (full.len() - 12) / 4;
     // A readable log is opened as it is.
     let (_, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
-    assert_eq!((back.len(), salvaged.aside), (4, None));
+    assert_eq!(back.len(), 4);
+    assert!(salvaged.asides.is_empty());
     // Damage in the second record: it goes aside whole, the others stay, in order.
     let mut middle = full.clone();
     middle[12 + record_len + 30] ^= 1;
@@ -138,9 +139,9 @@ fn salvaging_sets_damage_aside_and_keeps_every_good_record() {
     let seqs: Vec<u64> = back.iter().map(|r| r.seq).collect();
     assert_eq!(seqs, [1, 3, 4]);
     assert!(salvaged.reason.contains("checksum"), "{salvaged:?}");
-    let aside = salvaged.aside.unwrap();
+    let aside = &salvaged.asides[0];
     assert_eq!(
-        std::fs::read(&aside).unwrap(),
+        std::fs::read(aside).unwrap(),
         &middle[12 + record_len..12 + 2 * record_len]
     );
     assert_eq!(salvaged.bytes, record_len as u64);
@@ -152,17 +153,73 @@ fn salvaging_sets_damage_aside_and_keeps_every_good_record() {
     std::fs::write(&path, b"EMBERWAL\x09\x00\x00\x00 a future format").unwrap();
     let (_, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
     assert!(back.is_empty());
-    let aside = salvaged.aside.unwrap();
+    let aside = &salvaged.asides[0];
     assert!(
         aside.to_string_lossy().contains(".unreadable-"),
         "{aside:?}"
     );
-    assert!(std::fs::read(&aside).unwrap().ends_with(b"a future format"));
+    assert!(std::fs::read(aside).unwrap().ends_with(b"a future format"));
     assert!(
         salvaged.reason.contains("format version 9"),
         "{}",
         salvaged.reason
     );
+}
+
+#[test]
+fn segments_roll_release_what_a_checkpoint_covers_and_still_recognise_resends() {
+    let path = temp("segments");
+    let (mut log, _) = TransitionLog::open(&path).unwrap();
+    // Each record is 8 + 28 + 24 = 60 bytes; the first segment's header 12, a later one's
+    // 36 + 24 per actor in its resend table (3 here): 250 bytes hold 3 records, then 2.
+    log.set_segment_bytes(250);
+    for s in 1..=9 {
+        log.append(&[record(s % 3, 1, s)]).unwrap();
+    }
+    assert_eq!((log.records(), log.rows()), (9, 18));
+    let segments = log.segments();
+    assert_eq!(segments.len(), 4, "{segments:?}");
+    assert_eq!(segments[0], path);
+    assert!(segments[1].to_string_lossy().ends_with(".0000000000000003"));
+    // A checkpoint covering 5 records, replay keeping 4 rows: the segments of records 0..3
+    // and 3..5 go (their rows are older than the newest 4 of 18); 5..7 is not covered.
+    let released = log.release(5, 4).unwrap();
+    assert_eq!(
+        (released.segments, released.records, released.rows_in_window),
+        (2, 5, 0)
+    );
+    assert!(!path.exists());
+    assert_eq!(log.first_index(), 5);
+    drop(log);
+    // Reopened from its later segments: the records from index 5 on, read as a stream,
+    // and resends of released batches still recognised (the segment header's table).
+    let (mut log, reader) = TransitionLog::open_stream(&path).unwrap();
+    let seqs: Vec<u64> = reader.map(|r| r.unwrap().seq).collect();
+    assert_eq!(seqs, [6, 7, 8, 9]);
+    assert_eq!((log.first_index(), log.records(), log.rows()), (5, 9, 18));
+    log.set_segment_bytes(250);
+    assert_eq!(
+        log.append(&[record(1, 1, 1)]).unwrap(),
+        [Appended::Duplicate]
+    );
+    assert_eq!(
+        log.append(&[record(2, 1, 2)]).unwrap(),
+        [Appended::Duplicate]
+    );
+    assert_eq!(log.append(&[record(1, 1, 10)]).unwrap(), [Appended::Stored]);
+    // Over a disk budget, covered segments go even inside the replay window; never the
+    // one appended to.
+    log.set_budget(1);
+    assert!(log.is_full());
+    let released = log.release(u64::MAX, 1000).unwrap();
+    assert_eq!(released.segments, 2);
+    assert!(released.rows_in_window > 0);
+    assert_eq!(log.segments().len(), 1);
+    log.set_budget(u64::MAX);
+    drop(log);
+    let (log, back) = TransitionLog::open(&path).unwrap();
+    assert_eq!(back.iter().map(|r| r.seq).collect::<Vec<_>>(), [10]);
+    assert_eq!(log.records(), 10);
 }
 
 /// The child: appends batches of 4 records as fast as it can and prints the last sequence

@@ -194,6 +194,7 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
     opts.security = security;
     opts.limits = limits;
     opts.max_abs = max_abs;
+    opts.log_budget = cmd.limits.log_budget()?;
     opts.inference = InferenceConfig {
         max_batch: cmd.max_batch,
         max_wait: Duration::from_micros(cmd.max_wait_us),

@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 use clap::Args;
 use ember_dist::GrpcLimits;
-use ember_dist::cluster::DEFAULT_MAX_ABS;
+use ember_dist::cluster::{DEFAULT_LOG_BUDGET, DEFAULT_MAX_ABS};
 use std::time::Duration;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -41,6 +41,10 @@ pub struct ServeLimits {
     /// Seconds a stream may send nothing before it is closed (default 120).
     #[arg(long, value_name = "SECS")]
     pub stream_idle_secs: Option<f64>,
+    /// Disk budget of the write-ahead log, MiB: past it, acknowledgements wait until a
+    /// checkpoint lets the oldest segments go (default 8192).
+    #[arg(long, value_name = "MIB")]
+    pub log_budget_mib: Option<f64>,
     /// Largest magnitude of an observation, continuous action or reward in a transition;
     /// a batch beyond it is refused (default 1e6).
     #[arg(long, value_name = "VALUE")]
@@ -77,6 +81,20 @@ fn rate(flag: &str, v: Option<f64>, default: f64) -> Result<f64> {
 }
 
 impl ServeLimits {
+    /// The log's disk budget in bytes these flags set.
+    ///
+    /// # Errors
+    /// A budget under 1 MiB.
+    pub fn log_budget(&self) -> Result<u64> {
+        match self.log_budget_mib {
+            Some(m) if m.is_nan() || m < 1.0 => {
+                bail!("invalid --log-budget-mib: got {m}, expected at least 1")
+            }
+            Some(m) => Ok((m * (1u64 << 20) as f64) as u64),
+            None => Ok(DEFAULT_LOG_BUDGET),
+        }
+    }
+
     /// The limits and the largest transition value these flags set.
     ///
     /// # Errors
@@ -183,5 +201,23 @@ mod tests {
             ..ServeLimits::default()
         });
         assert!(e.contains("--max-abs-value"), "{e}");
+        assert_eq!(
+            ServeLimits::default().log_budget().unwrap(),
+            DEFAULT_LOG_BUDGET
+        );
+        let budget = |m: f64| {
+            ServeLimits {
+                log_budget_mib: Some(m),
+                ..ServeLimits::default()
+            }
+            .log_budget()
+        };
+        assert_eq!(budget(2.0).unwrap(), 2 << 20);
+        assert!(
+            budget(0.5)
+                .unwrap_err()
+                .to_string()
+                .contains("--log-budget-mib")
+        );
     }
 }

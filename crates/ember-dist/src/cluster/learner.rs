@@ -7,7 +7,7 @@ use crate::grpc::{
     ServerStats, TransitionIngest,
 };
 use crate::inference::{InferenceConfig, InferenceServer};
-use crate::wal::{Record, TransitionLog};
+use crate::wal::{DEFAULT_SEGMENT_BYTES, Record, TransitionLog};
 use ember_algo::checkpoint::{existing_dir, write_dir_atomically};
 use ember_algo::{
     ActionBuf, EvalResult, OffPolicyConfig, OffPolicyLearner, PolicyWeights, ReplayKind, evaluate,
@@ -15,7 +15,6 @@ use ember_algo::{
 };
 use ember_core::state::{StateReader, StateWriter, load_words, save_words};
 use ember_core::{Batch, Error, Result, Space};
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -27,6 +26,8 @@ pub const STATE_DIR: &str = "state";
 /// The log of records the learner could not use, inside its folder (same format as the
 /// write-ahead log; each is also named in an error line with its actor).
 pub const QUARANTINE_FILE: &str = "quarantine.wal";
+/// The write-ahead log's disk budget by default: 8 GiB.
+pub const DEFAULT_LOG_BUDGET: u64 = 8 << 30;
 
 /// What a learner process serves and how it trains.
 #[derive(Clone, Debug)]
@@ -66,6 +67,11 @@ pub struct LearnerOptions {
     /// The largest magnitude of an observation, continuous action or reward a transition
     /// may carry ([`RowRules`]; a batch beyond it is refused).
     pub max_abs: f32,
+    /// The disk budget of the write-ahead log, bytes: past it, acknowledgements wait (the
+    /// actors are slowed down) until a checkpoint lets the oldest segments go.
+    pub log_budget: u64,
+    /// The size of one segment of the log, bytes.
+    pub log_segment_bytes: u64,
     /// Print a line of the server's counts (connections, streams, refusals, quarantined
     /// records) this often when they changed (zero: never).
     pub status_every: Duration,
@@ -89,6 +95,8 @@ impl LearnerOptions {
             policy_config: String::new(),
             security: ServerSecurity::insecure(),
             max_abs: DEFAULT_MAX_ABS,
+            log_budget: DEFAULT_LOG_BUDGET,
+            log_segment_bytes: DEFAULT_SEGMENT_BYTES,
             status_every: Duration::from_secs(10),
         }
     }
@@ -237,45 +245,53 @@ where
         }
         None => false,
     };
-    let (log, records, salvaged) = TransitionLog::open_salvaging(&opts.dir.join(LOG_FILE))?;
-    if let Some(aside) = &salvaged.aside {
+    let log_path = opts.dir.join(LOG_FILE);
+    let (mut log, mut pending, salvaged) = TransitionLog::open_stream_salvaging(&log_path)?;
+    log.set_segment_bytes(opts.log_segment_bytes);
+    log.set_budget(opts.log_budget);
+    for aside in &salvaged.asides {
         eprintln!(
-            "learner: {} was damaged ({}): {} bytes moved to {}, going on with its {} \
+            "learner: {} was damaged ({}): {} bytes set aside in {}, going on with its \
              readable batches",
-            opts.dir.join(LOG_FILE).display(),
+            log_path.display(),
             salvaged.reason,
             salvaged.bytes,
-            aside.display(),
-            records.len()
+            aside.display()
         );
     }
-    if position.records > records.len() as u64 {
-        // The log lost records the checkpoint took in (replaced or cut by hand): train on
-        // from the checkpoint with what the log still holds, rather than never start.
+    let (first, total) = (log.first_index(), log.records());
+    if position.records > total || position.records < first {
+        // The log lost records the checkpoint took in (replaced or cut by hand), or the
+        // checkpoint is older than the log's oldest segment: train on from the checkpoint
+        // with what the log holds, rather than never start.
         eprintln!(
-            "learner: the checkpoint covers {} batches but {} holds {}; going on from the \
-             checkpoint with the log's records as covered",
+            "learner: the checkpoint covers {} batches but {} holds batches {first}..{total}; \
+             going on from the checkpoint",
             position.records,
-            opts.dir.join(LOG_FILE).display(),
-            records.len()
+            log_path.display()
         );
-        position.records = records.len() as u64;
+        position.records = position.records.clamp(first, total);
     }
     let mut quarantine = Quarantine::new(&opts.dir.join(QUARANTINE_FILE), rules);
     let sched = &opts.schedule;
     let mut replay = sched
         .replay
         .build(layout.obs_dim, layout.act_dim, sched.seed)?;
-    let (covered, pending) = records.split_at(position.records as usize);
-    for r in covered {
-        if quarantine.admits(r) {
+    // The log's records the checkpoint covers rebuild replay; the rest are trained on as
+    // if they had just arrived. Both are read from disk one at a time.
+    for _ in first..position.records {
+        let r = pending.next().ok_or_else(|| Error::Corrupt {
+            path: log_path.clone(),
+            kind: "transition log".into(),
+            reason: "fewer records than its segments counted".into(),
+        })??;
+        if quarantine.admits(&r) {
             for t in layout.rows(&r.values)? {
                 replay.push(&t)?;
             }
         }
     }
-    let mut pending: VecDeque<Record> = pending.to_vec().into();
-    let replayed_rows = pending.iter().map(|r| r.rows() as u64).sum();
+    let mut replayed_rows = 0;
 
     let (ingest, rx) = TransitionIngest::new(log, layout.width() as u32, opts.queue);
     let ingest = ingest.with_rules(std::sync::Arc::new(rules));
@@ -305,12 +321,16 @@ where
     };
     trainer.publish(position.rows)?;
     let mut next_checkpoint = Instant::now() + opts.checkpoint_every;
+    let mut last_checkpoint = Instant::now();
     let mut checkpoint_failures = 0;
     let mut status = StatusLine::new(opts.status_every);
     let mut evals = Vec::new();
     while !position.finished {
-        let record = match pending.pop_front() {
-            Some(r) => Some(r),
+        let record = match pending.next().transpose()? {
+            Some(r) => {
+                replayed_rows += r.rows() as u64;
+                Some(r)
+            }
             None => match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(r) => Some(r),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -340,9 +360,15 @@ where
                 position.finished |= sched.target_return.is_some_and(|t| e >= t);
             }
         }
-        if position.finished || Instant::now() >= next_checkpoint {
+        // A log at its disk budget makes the actors wait: a checkpoint lets it release.
+        let room = ingest.wants_room() && Instant::now() >= last_checkpoint + ROOM_CHECKPOINT;
+        if position.finished || room || Instant::now() >= next_checkpoint {
             match checkpoint(&server, &opts.dir, position) {
-                Ok(()) => next_checkpoint = Instant::now() + opts.checkpoint_every,
+                Ok(()) => {
+                    last_checkpoint = Instant::now();
+                    next_checkpoint = last_checkpoint + opts.checkpoint_every;
+                    release(&ingest, position.records, sched.replay.capacity as u64);
+                }
                 // A full disk or no descriptors left: say so and try again in a second;
                 // the log keeps every acknowledged batch meanwhile.
                 Err(e) if !position.finished => {
@@ -509,6 +535,26 @@ fn checkpoint<L: OffPolicyLearner + Send + 'static>(
         })
     })?;
     Ok(())
+}
+
+/// The soonest a full log brings the next checkpoint after the last.
+const ROOM_CHECKPOINT: Duration = Duration::from_millis(500);
+
+/// Deletes the log's segments a checkpoint at `covered` records took in and a restart would
+/// not need for the newest `keep_rows` rows of replay (or all it took in, over the disk
+/// budget); says so when replay's window was cut.
+fn release(ingest: &TransitionIngest, covered: u64, keep_rows: u64) {
+    match ingest.release(covered, keep_rows) {
+        Ok(r) if r.rows_in_window > 0 => eprintln!(
+            "learner: the transition log reached its disk budget: released {} segments \
+             ({} MiB) holding {} rows that a restart would have put back into replay",
+            r.segments,
+            r.bytes >> 20,
+            r.rows_in_window
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("learner: the transition log kept a segment it could not delete: {e}"),
+    }
 }
 
 /// The last checkpoint, which the learner does not go on without: retried for a while

@@ -24,6 +24,7 @@ pub use actor::{
     ActingMode, ActorOptions, ActorReport, LocalPolicy, LocalPolicyFactory, run_actor,
 };
 pub use learner::{
-    LOG_FILE, LearnerOptions, LearnerReport, QUARANTINE_FILE, STATE_DIR, run_learner, status_text,
+    DEFAULT_LOG_BUDGET, LOG_FILE, LearnerOptions, LearnerReport, QUARANTINE_FILE, STATE_DIR,
+    run_learner, status_text,
 };
 pub use rows::{DEFAULT_MAX_ABS, RowRules, TransitionRows};

@@ -1,7 +1,7 @@
 //! The learner's side of the transition stream: what a batch must be to be stored
 //! ([`BatchRules`]), and [`TransitionIngest`], which checks, logs and queues it.
 
-use crate::wal::{Appended, Record, TransitionLog};
+use crate::wal::{Appended, Record, Released, TransitionLog};
 use ember_core::{Error, Result};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +48,12 @@ pub struct TransitionIngest {
     pub(super) width: u32,
     rules: Arc<dyn BatchRules>,
     finished: Arc<AtomicBool>,
+    room: Arc<AtomicBool>,
 }
+
+/// How long an acknowledgement waits for room in a log at its disk budget before the
+/// actor is told to come back (`UNAVAILABLE`: it reconnects and resends).
+const ROOM_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl TransitionIngest {
     /// Ingest into `log` rows of `width` finite values; the learner reads stored batches
@@ -68,6 +73,7 @@ impl TransitionIngest {
                     width: width.max(1) as usize,
                 }),
                 finished: Arc::default(),
+                room: Arc::default(),
             },
             rx,
         )
@@ -98,10 +104,26 @@ impl TransitionIngest {
     }
 
     /// Makes `batch` durable, then queues it for the learner unless it was a resend.
+    ///
+    /// A log at its disk budget pushes back: the call waits (the actor's acknowledgement
+    /// with it) until the learner's next checkpoint releases segments.
     pub(super) fn ingest(&self, batch: Record) -> Result<Appended> {
-        let appended = {
-            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-            log.append(std::slice::from_ref(&batch))?[0]
+        let start = std::time::Instant::now();
+        let appended = loop {
+            {
+                let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+                if !log.is_full() || log.is_duplicate(&batch) {
+                    break log.append(std::slice::from_ref(&batch))?[0];
+                }
+            }
+            self.room.store(true, Ordering::Relaxed);
+            if start.elapsed() > ROOM_WAIT {
+                return Err(Error::Unavailable {
+                    what: "room in the learner's transition log".into(),
+                    hint: "it is at its disk budget and no checkpoint released a segment".into(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         };
         if appended == Appended::Stored && !self.is_finished() && self.tx.send(batch).is_err() {
             return Err(Error::Unavailable {
@@ -110,6 +132,24 @@ impl TransitionIngest {
             });
         }
         Ok(appended)
+    }
+
+    /// Whether an acknowledgement waits for room in the log (at its disk budget) since the
+    /// last [`TransitionIngest::release`].
+    pub fn wants_room(&self) -> bool {
+        self.room.load(Ordering::Relaxed)
+    }
+
+    /// Lets the log delete the segments a checkpoint at `covered` records took in
+    /// ([`TransitionLog::release`]).
+    ///
+    /// # Errors
+    /// A segment that could not be deleted.
+    pub fn release(&self, covered: u64, keep_rows: u64) -> Result<Released> {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let released = log.release(covered, keep_rows);
+        self.room.store(log.is_full(), Ordering::Relaxed);
+        released
     }
 
     /// Records and rows in the log (durable, acknowledged or about to be).
