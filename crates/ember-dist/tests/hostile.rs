@@ -31,6 +31,14 @@ use common::{Echo, echo_inference};
 
 const ATTACKER: &str = "127.0.0.2";
 
+/// Tests that time an honest actor take turns: on two cores, two of them at once would
+/// measure each other.
+static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timed() -> std::sync::MutexGuard<'static, ()> {
+    TIMED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct TempDir(PathBuf);
 
 impl Drop for TempDir {
@@ -205,6 +213,7 @@ fn batches_that_break_the_rules_are_refused_by_row_and_field_and_nothing_is_stor
 
 #[test]
 fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
+    let _turn = timed();
     // 600 idle streams: past tokio's 512 blocking threads, which a thread per stream held.
     let limits = GrpcLimits {
         max_streams_per_peer: 1024,
@@ -214,6 +223,7 @@ fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
     let addr = l.grpc.local_addr();
     let mut honest = RemoteActor::connect(&addr.to_string(), quick()).unwrap();
     let before = act_rate(&mut honest);
+    let rss_before = own_rss();
     let rt = runtime();
     let held = rt.block_on(async {
         let mut held = Vec::new();
@@ -232,6 +242,10 @@ fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
         held
     });
     assert_eq!(l.grpc.stats().streams, 601);
+    // This process holds both ends of the 600 streams.
+    let grown = own_rss().saturating_sub(rss_before);
+    eprintln!("600 idle act streams: RSS +{} MiB, both ends", grown >> 20);
+    assert!(grown < 64 << 20, "RSS grew {} MiB", grown >> 20);
     let during = act_rate(&mut honest);
     assert_kept("600 idle act streams", before, during);
     // Acknowledgements need no thread from the same pool either.
@@ -248,6 +262,7 @@ fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
 
 #[test]
 fn one_peer_cannot_hold_every_slot() {
+    let _turn = timed();
     let limits = GrpcLimits {
         max_streams: 40,
         max_streams_per_peer: 16,
@@ -323,7 +338,8 @@ fn an_idle_stream_gives_its_slot_back_and_the_actor_goes_on() {
 
 // ---- attacks on a server in a child process: descriptors, CPU and memory are its own ----
 
-/// What the child serves: `EMBER_HOSTILE_CHILD=port,nofile,dir`. It serves TLS (its
+/// What the child serves: `EMBER_HOSTILE_CHILD=port,nofile,dir[,spare]` (`spare`: once
+/// serving, lower the descriptor limit to leave only that many free). It serves TLS (its
 /// certificate written to `dir/ca.pem`) with a policy of 67,500 weights (270 KB) and
 /// writes a file every 50 ms, as a learner's checkpoints do, printing a line each time that
 /// fails.
@@ -364,11 +380,27 @@ fn child_server() {
         &security,
         67_500,
     );
+    if let Some(spare) = parts.get(3).map(|p| p.parse::<u64>().unwrap()) {
+        // Leave only `spare` descriptors free: accepts run out.
+        let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+        let lim = libc::rlimit {
+            rlim_cur: open + spare,
+            rlim_max: open + spare,
+        };
+        // SAFETY: setrlimit reads the struct we pass.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    }
     std::fs::write(dir.join("ready"), b"").unwrap();
+    let mut shown = None;
     loop {
         std::thread::sleep(Duration::from_millis(50));
         if let Err(e) = std::fs::write(dir.join("checkpoint"), b"state") {
             println!("checkpoint failed: {e}");
+        }
+        let backoffs = _l.grpc.stats().refused.accept_backoffs;
+        if shown != Some(backoffs) {
+            println!("accept_backoffs={backoffs}");
+            shown = Some(backoffs);
         }
     }
 }
@@ -388,6 +420,11 @@ impl Drop for ChildServer {
 }
 
 fn spawn_child_server(name: &str, nofile: u64) -> ChildServer {
+    spawn_child_server_with(name, &format!("{nofile}"))
+}
+
+/// [`spawn_child_server`] with the child's spec after the port (`nofile,dir` are filled).
+fn spawn_child_server_with(name: &str, limits: &str) -> ChildServer {
     let dir = temp_dir(name);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -398,7 +435,10 @@ fn spawn_child_server(name: &str, nofile: u64) -> ChildServer {
         .args(["child_server", "--exact", "--nocapture", "--test-threads=1"])
         .env(
             "EMBER_HOSTILE_CHILD",
-            format!("{port},{nofile},{}", dir.0.display()),
+            match limits.split_once(',') {
+                None => format!("{port},{limits},{}", dir.0.display()),
+                Some((nofile, spare)) => format!("{port},{nofile},{},{spare}", dir.0.display()),
+            },
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -454,17 +494,34 @@ impl ChildServer {
     }
 }
 
-/// A TCP connection from the attacker's address (`None`: refused or reset).
+/// A TCP connection from the attacker's address (`None`: refused, reset, or not
+/// answered within a second).
 async fn attacker_socket(addr: SocketAddr) -> Option<tokio::net::TcpStream> {
     let socket = tokio::net::TcpSocket::new_v4().ok()?;
     socket
         .bind(SocketAddr::new(ATTACKER.parse().unwrap(), 0))
         .ok()?;
-    socket.connect(addr).await.ok()
+    tokio::time::timeout(Duration::from_secs(1), socket.connect(addr))
+        .await
+        .ok()?
+        .ok()
+}
+
+/// This process's resident memory, bytes.
+fn own_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
 }
 
 #[test]
 fn idle_sockets_and_half_open_handshakes_at_a_low_descriptor_limit_lock_no_one_out() {
+    let _turn = timed();
     // 128 descriptors: the server keeps 64 free and takes at most 64 connections.
     let mut server = spawn_child_server("sockets", 128);
     let addr = server.addr;
@@ -472,7 +529,7 @@ fn idle_sockets_and_half_open_handshakes_at_a_low_descriptor_limit_lock_no_one_o
         RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
     let before = act_rate(&mut honest);
     let rt = runtime();
-    let cpu_before = server.cpu();
+    let (cpu_before, rss_before) = (server.cpu(), server.rss());
     let t0 = Instant::now();
     // 300 idle sockets and 50 half-open TLS handshakes (a few bytes of a ClientHello).
     let sockets = rt.block_on(async {
@@ -489,6 +546,8 @@ fn idle_sockets_and_half_open_handshakes_at_a_low_descriptor_limit_lock_no_one_o
         held
     });
     let during = act_rate(&mut honest);
+    let grown = server.rss().saturating_sub(rss_before);
+    assert!(grown < 32 << 20, "server RSS grew {} MiB", grown >> 20);
     // A new honest actor gets in while the sockets are held.
     let mut late =
         RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
@@ -568,6 +627,7 @@ async fn unread_policy_calls(
 
 #[test]
 fn answers_never_read_keep_the_servers_memory_bounded() {
+    let _turn = timed();
     let server = spawn_child_server("unread", 0);
     let addr = server.addr;
     let mut honest =
@@ -757,4 +817,66 @@ fn a_flooding_peer_cannot_fill_the_disk_its_acknowledgements_wait() {
     );
     assert!(peak <= 6, "{peak} segment files");
     assert_eq!(ingest.stored(), (30, 300), "every batch stored once");
+}
+
+#[test]
+fn out_of_descriptors_the_accept_loop_backs_off_and_recovers() {
+    let _turn = timed();
+    // Once serving, the child keeps only 8 descriptors free.
+    let mut server = spawn_child_server_with("emfile", "0,8");
+    let addr = server.addr;
+    let mut honest =
+        RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()).unwrap();
+    let before = act_rate(&mut honest);
+    let rt = runtime();
+    let cpu_before = server.cpu();
+    let t0 = Instant::now();
+    let sockets = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..100 {
+            if let Some(s) = attacker_socket(addr).await {
+                held.push(s);
+            }
+        }
+        held
+    });
+    let during = act_rate(&mut honest);
+    std::thread::sleep(Duration::from_millis(1000));
+    let (cpu, wall) = (server.cpu() - cpu_before, t0.elapsed());
+    drop(sockets);
+    assert!(server.alive(), "the server exited");
+    // Once the sockets are gone, new actors get in again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut late = loop {
+        match RemoteActor::connect_secured(&addr.to_string(), quick(), server.security()) {
+            Ok(a) => break a,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("no new connection after the attack: {e}"),
+        }
+    };
+    let mut out = ActionBuf::Discrete(vec![]);
+    late.act(&[1.0, 0.0], true, &mut out).unwrap();
+    drop((late, honest));
+    let _ = server.child.kill();
+    let mut stdout = String::new();
+    let _ = std::io::Read::read_to_string(server.child.stdout.as_mut().unwrap(), &mut stdout);
+    let backoffs: u64 = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("accept_backoffs="))
+        .filter_map(|n| n.parse().ok())
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "out of descriptors: {backoffs} accept back-offs, server CPU {cpu:?} in {wall:?}; \
+         honest actor {before:.0} requests/s alone, {during:.0} during"
+    );
+    assert!(backoffs > 0, "the accept loop never ran out: {stdout}");
+    assert!(
+        cpu.as_secs_f64() < 0.5 * wall.as_secs_f64(),
+        "the server spun: {cpu:?} of CPU in {wall:?}"
+    );
+    assert_kept("descriptors exhausted", before, during);
 }

@@ -251,6 +251,7 @@ pub fn report_json(r: &LearnerReport) -> serde_json::Value {
         "best_eval": r.best_eval,
         "quarantined": r.quarantined,
         "checkpoint_failures": r.checkpoint_failures,
+        "failed_rounds": r.failed_rounds,
         "server": {
             "connections": r.server.connections,
             "streams": r.server.streams,

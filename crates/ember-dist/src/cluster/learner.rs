@@ -130,6 +130,8 @@ pub struct LearnerReport {
     pub quarantined: u64,
     /// Checkpoints that failed and were retried, this start.
     pub checkpoint_failures: u64,
+    /// Rounds of updates that failed and were skipped, this start.
+    pub failed_rounds: u64,
     /// The gRPC server's counts when training ended (connections, streams, refusals).
     pub server: ServerStats,
     /// Seconds since this start.
@@ -323,6 +325,7 @@ where
     let mut next_checkpoint = Instant::now() + opts.checkpoint_every;
     let mut last_checkpoint = Instant::now();
     let mut checkpoint_failures = 0;
+    let (mut failing_rounds, mut failed_rounds) = (0, 0);
     let mut status = StatusLine::new(opts.status_every);
     let mut evals = Vec::new();
     while !position.finished {
@@ -349,7 +352,19 @@ where
             position.rows += record.rows() as u64;
             while position.rounds < position.rows / sched.train_freq {
                 position.rounds += 1;
-                trainer.round(&mut replay, position.rows, opts.train)?;
+                match trainer.round(&mut replay, position.rows, opts.train) {
+                    Ok(()) => failing_rounds = 0,
+                    // A round the learner cannot make (a loss gone NaN on the batches it
+                    // drew) leaves it as it was: skip the round rather than exit and, on
+                    // restart, draw from the same replay again. Only a learner that fails
+                    // round after round stops.
+                    Err(e) if failing_rounds + 1 < MAX_FAILING_ROUNDS => {
+                        failing_rounds += 1;
+                        failed_rounds += 1;
+                        eprintln!("learner: a round of updates failed and was skipped: {e}");
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             position.finished = position.rows >= sched.total_steps;
             if sched.eval_every > 0 && position.rows / sched.eval_every > position.evals {
@@ -412,6 +427,7 @@ where
         best_eval: Some(best_eval),
         quarantined: quarantine.count,
         checkpoint_failures,
+        failed_rounds,
         server: server_stats,
         secs: start.elapsed().as_secs_f64(),
     })
@@ -536,6 +552,9 @@ fn checkpoint<L: OffPolicyLearner + Send + 'static>(
     })?;
     Ok(())
 }
+
+/// Rounds of updates that may fail in a row before the learner gives up.
+const MAX_FAILING_ROUNDS: u32 = 20;
 
 /// The soonest a full log brings the next checkpoint after the last.
 const ROOM_CHECKPOINT: Duration = Duration::from_millis(500);
