@@ -32,7 +32,7 @@ mod service;
 
 pub use client::{Backoff, REPLY_TIMEOUT, RemoteActor, RemoteTrainer, TransitionSender};
 pub use ingest::{BatchRules, TransitionIngest};
-pub use limits::{GrpcLimits, PeerStats, Refusals, ServerStats};
+pub use limits::{GrpcLimits, PeerId, PeerStats, Refusals, ServerStats};
 pub use policy::{PolicyBoard, PolicyClient, PublishedPolicy};
 pub use security::{ClientSecurity, ClientTls, SelfSigned, ServerSecurity, ServerTls, Token};
 pub use server::{GrpcServer, LearnerServices};

@@ -65,9 +65,9 @@ mod wal;
 #[cfg(feature = "grpc")]
 pub use grpc::{
     ActionKind, Backoff, BatchRules, ClientSecurity, ClientTls, GrpcLimits, GrpcServer,
-    LearnerServices, PeerStats, PolicyBoard, PolicyClient, PublishedPolicy, Refusals, RemoteActor,
-    RemoteTrainer, SelfSigned, ServerSecurity, ServerStats, ServerTls, Token, TransitionIngest,
-    TransitionSender,
+    LearnerServices, PeerId, PeerStats, PolicyBoard, PolicyClient, PublishedPolicy, Refusals,
+    RemoteActor, RemoteTrainer, SelfSigned, ServerSecurity, ServerStats, ServerTls, Token,
+    TransitionIngest, TransitionSender,
 };
 
 pub use inference::{

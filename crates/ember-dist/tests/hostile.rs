@@ -16,10 +16,10 @@ use ember_dist::cluster::{RowRules, TransitionRows};
 use ember_dist::grpc::proto;
 use ember_dist::{
     ActionKind, Backoff, ClientSecurity, ClientTls, GrpcLimits, GrpcServer, LearnerServices,
-    PolicyBoard, PolicyClient, RemoteActor, SelfSigned, ServerSecurity, ServerTls,
+    PeerId, PolicyBoard, PolicyClient, RemoteActor, SelfSigned, ServerSecurity, ServerTls,
     TransitionIngest, TransitionLog, TransitionSender,
 };
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -301,8 +301,8 @@ fn one_peer_cannot_hold_every_slot() {
     );
     assert_eq!(held.len(), 16, "a peer holds at most its 16 streams");
     assert!(refused > 0);
-    let attacker: IpAddr = ATTACKER.parse().unwrap();
-    let peer = stats.peers.iter().find(|p| p.addr == attacker).unwrap();
+    let attacker = PeerId::Addr(ATTACKER.parse().unwrap());
+    let peer = stats.peers.iter().find(|p| p.peer == attacker).unwrap();
     assert!(peer.connections <= 8 && peer.streams == 16, "{peer:?}");
     // The honest peer still gets new streams, and its speed.
     let mut another = RemoteActor::connect(&addr.to_string(), quick()).unwrap();
@@ -886,4 +886,61 @@ fn out_of_descriptors_the_accept_loop_backs_off_and_recovers() {
         "the server spun: {cpu:?} of CPU in {wall:?}"
     );
     assert_kept("descriptors exhausted", before, during);
+}
+
+#[test]
+fn with_client_certificates_each_certificate_is_a_peer_of_its_own() {
+    // Two actors on one machine (one address), each with a certificate of its own.
+    let (server_pair, a, b) = (
+        SelfSigned::generate(&["localhost", "127.0.0.1"]).unwrap(),
+        SelfSigned::generate(&["actor-a"]).unwrap(),
+        SelfSigned::generate(&["actor-b"]).unwrap(),
+    );
+    let security = ServerSecurity {
+        token: None,
+        tls: Some(
+            ServerTls::from_pem(server_pair.cert_pem.clone(), server_pair.key_pem)
+                .with_client_ca(format!("{}{}", a.cert_pem, b.cert_pem)),
+        ),
+    };
+    let limits = GrpcLimits {
+        max_streams_per_peer: 2,
+        ..GrpcLimits::default()
+    };
+    let l = learner("certs", limits, &security, 4);
+    let addr = l.grpc.local_addr().to_string();
+    let as_actor = |p: &SelfSigned| ClientSecurity {
+        token: None,
+        tls: Some(
+            ClientTls::from_pem(server_pair.cert_pem.clone())
+                .with_identity(p.cert_pem.clone(), p.key_pem.clone()),
+        ),
+    };
+    let held_a: Vec<_> = (0..2)
+        .map(|_| RemoteActor::connect_secured(&addr, quick(), as_actor(&a)).unwrap())
+        .collect();
+    let e = RemoteActor::connect_secured(&addr, quick(), as_actor(&a))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("certificate") && e.contains("a peer may hold 2"),
+        "{e}"
+    );
+    // The other certificate, from the same address, has its own two.
+    let held_b: Vec<_> = (0..2)
+        .map(|_| RemoteActor::connect_secured(&addr, quick(), as_actor(&b)).unwrap())
+        .collect();
+    let stats = l.grpc.stats();
+    assert_eq!(stats.streams, 4);
+    assert_eq!(
+        stats
+            .peers
+            .iter()
+            .filter(|p| matches!(p.peer, PeerId::Cert(_)) && p.streams == 2)
+            .count(),
+        2,
+        "{stats:?}"
+    );
+    drop((held_a, held_b));
 }

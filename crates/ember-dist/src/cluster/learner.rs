@@ -694,7 +694,7 @@ pub fn status_text(s: &ServerStats, quarantined: u64) -> String {
         .peers
         .iter()
         .take(3)
-        .map(|p| format!("{} {}c/{}s", p.addr, p.connections, p.streams))
+        .map(|p| format!("{} {}c/{}s", p.peer, p.connections, p.streams))
         .collect();
     let r = &s.refused;
     format!(

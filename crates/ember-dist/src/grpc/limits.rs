@@ -2,9 +2,11 @@
 //! them — connections and streams per peer and in all, and each peer's rows, bytes and
 //! unary calls paced by token buckets that all of its streams share.
 //!
-//! A peer is the client's IP address: with one shared token, the address is what tells
-//! two peers apart. Several actors on one machine are one peer; the defaults serve
-//! `ember launch`'s loopback clusters of dozens of actors.
+//! A peer ([`PeerId`]) is the client certificate a call came with (mutual TLS), else the
+//! client's IP address: with one shared token, those are what tell two peers apart.
+//! Connections are counted by address (they are capped before any handshake), streams and
+//! rates by peer. Several actors on one machine without certificates of their own are one
+//! peer; the defaults serve `ember launch`'s loopback clusters of dozens of actors.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -127,11 +129,29 @@ pub struct Refusals {
     pub accept_backoffs: u64,
 }
 
+/// Who a peer is: its client certificate (mutual TLS), else its address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PeerId {
+    /// The client's IP address.
+    Addr(IpAddr),
+    /// A hash of the client's certificate (DER).
+    Cert(u64),
+}
+
+impl std::fmt::Display for PeerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerId::Addr(a) => write!(f, "{a}"),
+            PeerId::Cert(h) => write!(f, "certificate {h:016x}"),
+        }
+    }
+}
+
 /// One peer's share of the server now.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerStats {
-    /// Its address.
-    pub addr: IpAddr,
+    /// Who it is.
+    pub peer: PeerId,
     /// Its open connections.
     pub connections: usize,
     /// Its open streams.
@@ -226,7 +246,7 @@ struct Peer {
 }
 
 struct Book {
-    peers: HashMap<IpAddr, Peer>,
+    peers: HashMap<PeerId, Peer>,
     connections: usize,
     streams: usize,
 }
@@ -240,8 +260,8 @@ pub(crate) struct Peers {
     pub(crate) counters: Arc<Counters>,
 }
 
-/// The peer address of a call that came without one (an in-process transport).
-const UNKNOWN_PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+/// The peer of a call that came without an address (an in-process transport).
+const UNKNOWN_PEER: PeerId = PeerId::Addr(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
 
 impl Peers {
     pub(crate) fn new(limits: GrpcLimits, max_connections: usize) -> Self {
@@ -261,8 +281,8 @@ impl Peers {
         self.book.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn peer<'a>(book: &'a mut Book, addr: IpAddr, limits: &GrpcLimits) -> &'a mut Peer {
-        book.peers.entry(addr).or_insert_with(|| Peer {
+    fn peer<'a>(book: &'a mut Book, id: PeerId, limits: &GrpcLimits) -> &'a mut Peer {
+        book.peers.entry(id).or_insert_with(|| Peer {
             connections: 0,
             streams: 0,
             rows: Bucket::new(limits.peer_rows_per_sec),
@@ -271,13 +291,22 @@ impl Peers {
         })
     }
 
-    /// The peer of a call (its connection's remote address).
-    pub(crate) fn of<T>(request: &tonic::Request<T>) -> IpAddr {
-        request.remote_addr().map_or(UNKNOWN_PEER, |a| a.ip())
+    /// The peer of a call: its client certificate, else its connection's address.
+    pub(crate) fn of<T>(request: &tonic::Request<T>) -> PeerId {
+        if let Some(cert) = request.peer_certs().as_ref().and_then(|c| c.first()) {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            cert.as_ref().hash(&mut h);
+            return PeerId::Cert(h.finish());
+        }
+        request
+            .remote_addr()
+            .map_or(UNKNOWN_PEER, |a| PeerId::Addr(a.ip()))
     }
 
     /// A connection's place, or why there is none.
-    pub(crate) fn connect(&self, addr: IpAddr) -> std::result::Result<ConnSlot, String> {
+    pub(crate) fn connect(&self, ip: IpAddr) -> std::result::Result<ConnSlot, String> {
+        let addr = PeerId::Addr(ip);
         let mut book = self.lock();
         if book.connections >= self.max_connections {
             Counters::bump(&self.counters.connections);
@@ -304,7 +333,7 @@ impl Peers {
     }
 
     /// An actor stream's place, or `RESOURCE_EXHAUSTED`.
-    pub(crate) fn open_stream(&self, addr: IpAddr) -> std::result::Result<StreamSlot, Status> {
+    pub(crate) fn open_stream(&self, addr: PeerId) -> std::result::Result<StreamSlot, Status> {
         let mut book = self.lock();
         let (open, max) = (book.streams, self.limits.max_streams);
         if open >= max {
@@ -331,7 +360,7 @@ impl Peers {
     }
 
     /// Waits until `addr` may send `rows` more rows of `bytes` bytes.
-    pub(crate) async fn pace(&self, addr: IpAddr, rows: usize, bytes: usize) {
+    pub(crate) async fn pace(&self, addr: PeerId, rows: usize, bytes: usize) {
         let wait = {
             let mut book = self.lock();
             let peer = Self::peer(&mut book, addr, &self.limits);
@@ -347,7 +376,7 @@ impl Peers {
 
     /// Lets a unary call of `addr` through, waiting up to a second for its turn;
     /// `RESOURCE_EXHAUSTED` beyond.
-    pub(crate) async fn unary(&self, addr: IpAddr) -> std::result::Result<(), Status> {
+    pub(crate) async fn unary(&self, addr: PeerId) -> std::result::Result<(), Status> {
         let wait = {
             let mut book = self.lock();
             let peer = Self::peer(&mut book, addr, &self.limits);
@@ -376,14 +405,14 @@ impl Peers {
             .peers
             .iter()
             .filter(|(_, p)| p.connections > 0 || p.streams > 0)
-            .map(|(&addr, p)| PeerStats {
-                addr,
+            .map(|(&peer, p)| PeerStats {
+                peer,
                 connections: p.connections,
                 streams: p.streams,
             })
             .collect();
         peers.sort_by(|a, b| {
-            (b.streams, b.connections, a.addr).cmp(&(a.streams, a.connections, b.addr))
+            (b.streams, b.connections, a.peer).cmp(&(a.streams, a.connections, b.peer))
         });
         ServerStats {
             connections: book.connections,
@@ -393,7 +422,7 @@ impl Peers {
         }
     }
 
-    fn release(&self, addr: IpAddr, connection: bool) {
+    fn release(&self, addr: PeerId, connection: bool) {
         let mut book = self.lock();
         if connection {
             book.connections -= 1;
@@ -425,7 +454,7 @@ impl Peers {
 /// One open connection's place; given back when dropped.
 pub(crate) struct ConnSlot {
     peers: Peers,
-    addr: IpAddr,
+    addr: PeerId,
 }
 
 impl Drop for ConnSlot {
@@ -437,7 +466,7 @@ impl Drop for ConnSlot {
 /// One open stream's place; given back when dropped (the stream's reader ends).
 pub(crate) struct StreamSlot {
     peers: Peers,
-    addr: IpAddr,
+    addr: PeerId,
 }
 
 impl Drop for StreamSlot {
@@ -517,11 +546,15 @@ mod tests {
             ..GrpcLimits::default()
         };
         let peers = Peers::new(limits, 10);
-        let (a, b) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let (a, b) = (PeerId::Addr("10.0.0.1".parse().unwrap()), PeerId::Cert(7));
         let held: Vec<_> = (0..2).map(|_| peers.open_stream(a).unwrap()).collect();
         let refused = peers.open_stream(a).err().unwrap();
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
-        assert!(refused.message().contains("a peer may hold 2"));
+        assert!(
+            refused
+                .message()
+                .contains("10.0.0.1 holds 2 actor streams, a peer may hold 2")
+        );
         let _b = peers.open_stream(b).unwrap();
         assert!(peers.open_stream(b).is_err(), "3 in all");
         drop(held);

@@ -4,14 +4,13 @@
 //! peer too.
 
 use super::ingest::TransitionIngest;
-use super::limits::{Counters, GrpcLimits, Pace, Peers};
+use super::limits::{Counters, GrpcLimits, Pace, PeerId, Peers};
 use super::proto::{self, learner_server::Learner};
 use super::{ActionKind, PolicyBoard};
 use crate::inference::InferenceHandle;
 use crate::wal::{Appended, Record};
 use ember_algo::ActionBuf;
 use ember_core::Error;
-use std::net::IpAddr;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -30,12 +29,12 @@ struct Reader<T> {
     inbound: Streaming<T>,
     pace: Pace,
     peers: Peers,
-    peer: IpAddr,
+    peer: PeerId,
     limits: GrpcLimits,
 }
 
 impl<T> Reader<T> {
-    fn new(inbound: Streaming<T>, peers: &Peers, peer: IpAddr, limits: GrpcLimits) -> Self {
+    fn new(inbound: Streaming<T>, peers: &Peers, peer: PeerId, limits: GrpcLimits) -> Self {
         Reader {
             inbound,
             pace: Pace::new(limits.max_stream_rate),
