@@ -407,17 +407,8 @@ impl InferenceClient {
             self.bufs = Some(Buffers::empty());
             return Err(stopped());
         }
-        match self.reply_rx.recv() {
-            Ok((mut bufs, result)) => {
-                std::mem::swap(&mut bufs.actions, out);
-                self.bufs = Some(bufs);
-                result
-            }
-            Err(_) => {
-                self.bufs = Some(Buffers::empty());
-                Err(stopped())
-            }
-        }
+        let answer = self.reply_rx.recv().ok();
+        self.settle(answer, out)
     }
 
     /// [`InferenceClient::act`] for async code: while the request waits for room in the
@@ -457,13 +448,20 @@ impl InferenceClient {
                 }
             }
         }
-        match rx.await {
-            Ok((mut bufs, result)) => {
+        let answer = rx.await.ok();
+        self.settle(answer, out)
+    }
+
+    /// Takes the buffers of `answer` back (fresh ones when the server dropped the request
+    /// unanswered: it stopped), the actions into `out`, and returns the answer's result.
+    fn settle(&mut self, answer: Option<Answer>, out: &mut ActionBuf) -> Result<u64> {
+        match answer {
+            Some((mut bufs, result)) => {
                 std::mem::swap(&mut bufs.actions, out);
                 self.bufs = Some(bufs);
                 result
             }
-            Err(_) => {
+            None => {
                 self.bufs = Some(Buffers::empty());
                 Err(stopped())
             }

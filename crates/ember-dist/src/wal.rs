@@ -22,7 +22,7 @@ pub use segment::{LogReader, Record};
 
 use ember_core::{Error, Result};
 use salvage::{salvage, sync_dir};
-use segment::{End, Header, Segment, scan};
+use segment::{End, Header, Segment, io, scan};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -74,13 +74,6 @@ fn segment_index(name: &str, base: &str) -> Option<u64> {
     (digits.len() == 16 && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
         .flatten()
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 impl TransitionLog {

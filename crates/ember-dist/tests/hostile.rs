@@ -99,6 +99,18 @@ fn learner_at(
 ) -> Learner {
     let dir = temp_dir(name);
     let (log, _) = TransitionLog::open(&dir.0.join("log")).unwrap();
+    serve(dir, log, addr, limits, security, policy_len)
+}
+
+/// The learner of [`learner_at`] on a log of the caller's.
+fn serve(
+    dir: TempDir,
+    log: TransitionLog,
+    addr: &str,
+    limits: GrpcLimits,
+    security: &ServerSecurity,
+    policy_len: usize,
+) -> Learner {
     let (ingest, rx) = TransitionIngest::new(log, LAYOUT.width() as u32, 1024);
     let ingest = ingest.with_rules(Arc::new(rules()));
     std::thread::spawn(move || for _ in rx {});
@@ -167,6 +179,23 @@ async fn attacker_channel(addr: SocketAddr) -> Option<tonic::transport::Channel>
         .ok()
 }
 
+/// An act stream the attacker opens on `channel` and never sends on: the sender that would
+/// feed it and the answers it would get.
+type IdleStream = (
+    tokio::sync::mpsc::Sender<proto::ActRequest>,
+    tonic::Streaming<proto::ActResponse>,
+);
+
+async fn idle_act_stream(channel: &tonic::transport::Channel) -> Result<IdleStream, tonic::Status> {
+    let mut client = proto::learner_client::LearnerClient::new(channel.clone());
+    let (tx, rx) = tokio::sync::mpsc::channel::<proto::ActRequest>(1);
+    let call = client.act(tokio_stream::wrappers::ReceiverStream::new(rx));
+    match tokio::time::timeout(Duration::from_secs(2), call).await {
+        Ok(answers) => Ok((tx, answers?.into_inner())),
+        Err(_) => Err(tonic::Status::deadline_exceeded("no answer to the stream")),
+    }
+}
+
 #[test]
 fn batches_that_break_the_rules_are_refused_by_row_and_field_and_nothing_is_stored() {
     let l = learner(
@@ -230,13 +259,11 @@ fn idle_act_streams_past_the_blocking_pool_stall_no_one() {
         for _ in 0..75 {
             let channel = attacker_channel(addr).await.expect("connects");
             for _ in 0..8 {
-                let mut client = proto::learner_client::LearnerClient::new(channel.clone());
-                let (tx, rx) = tokio::sync::mpsc::channel::<proto::ActRequest>(1);
-                let answers = client
-                    .act(tokio_stream::wrappers::ReceiverStream::new(rx))
-                    .await
-                    .expect("an idle stream is taken");
-                held.push((tx, answers));
+                held.push(
+                    idle_act_stream(&channel)
+                        .await
+                        .expect("an idle stream is taken"),
+                );
             }
         }
         held
@@ -283,12 +310,9 @@ fn one_peer_cannot_hold_every_slot() {
                 continue;
             };
             for _ in 0..4 {
-                let mut client = proto::learner_client::LearnerClient::new(channel.clone());
-                let (tx, rx) = tokio::sync::mpsc::channel::<proto::ActRequest>(1);
-                let call = client.act(tokio_stream::wrappers::ReceiverStream::new(rx));
-                match tokio::time::timeout(Duration::from_secs(2), call).await {
-                    Ok(Ok(answers)) => held.push((tx, answers)),
-                    _ => refused += 1,
+                match idle_act_stream(&channel).await {
+                    Ok(stream) => held.push(stream),
+                    Err(_) => refused += 1,
                 }
             }
         }
@@ -771,19 +795,16 @@ fn a_flooding_peer_cannot_fill_the_disk_its_acknowledgements_wait() {
     // Rows of 8 values: a batch of 10 rows is 8 + 28 + 320 bytes; 1 KB segments, 4 KB in all.
     log.set_segment_bytes(1024);
     log.set_budget(4096);
-    let (ingest, rx) = TransitionIngest::new(log, LAYOUT.width() as u32, 1024);
-    let ingest = ingest.with_rules(Arc::new(rules()));
-    std::thread::spawn(move || for _ in rx {});
-    let inference = echo_inference();
-    let services = LearnerServices {
-        inference: inference.handle(),
-        kind: ActionKind::Discrete,
-        ingest: Some(ingest.clone()),
-        policy: None,
-    };
-    let grpc =
-        GrpcServer::learner_services("127.0.0.1:0", services, GrpcLimits::default()).unwrap();
-    let addr = grpc.local_addr().to_string();
+    let files = dir.0.clone();
+    let l = serve(
+        dir,
+        log,
+        "127.0.0.1:0",
+        GrpcLimits::default(),
+        &ServerSecurity::insecure(),
+        4,
+    );
+    let (ingest, addr) = (l.ingest.clone(), l.grpc.local_addr().to_string());
     let flood = std::thread::spawn(move || {
         let mut s = TransitionSender::connect(&addr, 1, 1, LAYOUT.width() as u32, quick()).unwrap();
         let batch: Vec<f32> = (0..10).flat_map(|_| row()).collect();
@@ -800,7 +821,7 @@ fn a_flooding_peer_cannot_fill_the_disk_its_acknowledgements_wait() {
     let start = Instant::now();
     while !flood.is_finished() {
         std::thread::sleep(Duration::from_millis(50));
-        peak = peak.max(std::fs::read_dir(&dir.0).unwrap().count());
+        peak = peak.max(std::fs::read_dir(&files).unwrap().count());
         if start.elapsed() > Duration::from_secs(30) {
             panic!("the flood never finished");
         }
@@ -810,7 +831,7 @@ fn a_flooding_peer_cannot_fill_the_disk_its_acknowledgements_wait() {
         }
     }
     let slowest = flood.join().unwrap();
-    let bytes: u64 = std::fs::read_dir(&dir.0)
+    let bytes: u64 = std::fs::read_dir(&files)
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum();

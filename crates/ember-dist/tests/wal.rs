@@ -75,9 +75,10 @@ fn resends_are_recognised_and_a_new_run_starts_over() {
     assert_eq!(log.records(), 4);
 }
 
-#[test]
-fn a_torn_tail_is_cut_and_damage_in_the_middle_is_refused() {
-    let path = temp("torn");
+/// A log of four records of actor 1 in a folder of its own: its path, its bytes and the
+/// length of one record (after the 12-byte header).
+fn four_records(name: &str) -> (PathBuf, Vec<u8>, usize) {
+    let path = temp(name);
     let (mut log, _) = TransitionLog::open(&path).unwrap();
     for s in 1..=4 {
         log.append(&[record(1, 1, s)]).unwrap();
@@ -85,6 +86,12 @@ fn a_torn_tail_is_cut_and_damage_in_the_middle_is_refused() {
     drop(log);
     let full = std::fs::read(&path).unwrap();
     let record_len = (full.len() - 12) / 4;
+    (path, full, record_len)
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_damage_in_the_middle_is_refused() {
+    let (path, full, record_len) = four_records("torn");
     // Every cut inside the last record: three records back, the file cut to them.
     for cut in [1, 5, 8, 20, record_len - 1] {
         std::fs::write(&path, &full[..full.len() - cut]).unwrap();
@@ -119,14 +126,7 @@ fn a_torn_tail_is_cut_and_damage_in_the_middle_is_refused() {
 
 #[test]
 fn salvaging_sets_damage_aside_and_keeps_every_good_record() {
-    let path = temp("salvage");
-    let (mut log, _) = TransitionLog::open(&path).unwrap();
-    for s in 1..=4 {
-        log.append(&[record(1, 1, s)]).unwrap();
-    }
-    drop(log);
-    let full = std::fs::read(&path).unwrap();
-    let record_len = (full.len() - 12) / 4;
+    let (path, full, record_len) = four_records("salvage");
     // A readable log is opened as it is.
     let (_, back, salvaged) = TransitionLog::open_salvaging(&path).unwrap();
     assert_eq!(back.len(), 4);

@@ -1,8 +1,8 @@
 //! Setting aside what makes a segment unreadable, so that the learner goes on instead of
 //! refusing to start: no byte is deleted.
 
-use super::segment::{Header, MAGIC, record_at};
-use ember_core::{Error, Result};
+use super::segment::{Header, MAGIC, io, record_at};
+use ember_core::Result;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,13 +17,6 @@ pub struct Salvaged {
     pub asides: Vec<PathBuf>,
     /// Bytes set aside.
     pub bytes: u64,
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// `path` with `suffix` appended to its file name.

@@ -208,7 +208,8 @@ fn corrupt(path: &Path, reason: String) -> Error {
     }
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+/// Maps an I/O error on `path` to [`Error::Io`].
+pub(super) fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.to_path_buf(),
         source,
