@@ -344,8 +344,8 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         for _ in 0..config.gradient_steps {
             match self.replay.sample(config.batch_size, &mut self.batch) {
                 Ok(()) => {}
-                // Not yet enough weight to draw a batch (return-weighted replay early on):
-                // wait for more transitions.
+                // Not yet enough to draw a batch (fewer transitions than a draw without
+                // replacement takes, priorities all zero): wait for more transitions.
                 Err(Error::NotEnough { .. } | Error::ZeroWeight { .. }) => {
                     self.report.sample_waits += 1;
                     break;

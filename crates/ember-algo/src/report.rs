@@ -34,8 +34,9 @@ pub struct TrainReport {
     pub evals: Vec<EvalPoint>,
     /// Metrics of the last update.
     pub last_metrics: Metrics,
-    /// Rounds of updates skipped because the sampler could not yet draw a batch (e.g.
-    /// return-weighted replay before `batch_size` transitions have non-zero weight).
+    /// Rounds of updates skipped because the sampler could not yet draw a batch (fewer
+    /// transitions stored than a batch without replacement takes; prioritized replay
+    /// whose priorities are all zero).
     pub sample_waits: u64,
     /// The learner's counters after this call, over every call.
     pub progress: Progress,

@@ -66,9 +66,13 @@ def test_return_weighted_draws_distinct_slots_in_proportion_to_shifted_returns()
     # Chi-square with 4 degrees of freedom: 18.5 is the 0.999 quantile.
     chi2 = ((counts[1:] - expected[1:]) ** 2 / expected[1:]).sum()
     assert chi2 < 18.5, (counts, expected)
-    with pytest.raises(ValueError, match="non-zero weight"):
-        b.sample(6)  # only five slots weigh more than zero
-    assert sorted(b.sample(6, at_most=True)["indices"]) == [1, 2, 3, 4, 5]
+    # Six draws of six: the five of positive weight first, the one of zero weight last.
+    for _ in range(20):
+        d = b.sample(6)
+        assert sorted(d["indices"]) == list(range(6)) and d["indices"][-1] == 0
+    with pytest.raises(ValueError, match="distinct transitions"):
+        b.sample(7)
+    assert sorted(b.sample(7, at_most=True)["indices"]) == list(range(6))
 
 
 def test_second_draws_follow_the_weights_without_replacement():

@@ -22,10 +22,36 @@ def test_sac_learns_pendulum_with_return_weighted_replay():
     assert mean > -300, mean
     buf = model.replay_buffer
     assert len(buf.ember) == 4000 and buf.size() == 4000
-    # Pendulum only ends by its time limit: stored as truncated, never terminated.
-    # (The worst episode so far weighs zero: at most 19 of the 20 episode ends are drawn.)
+    # Pendulum only ends by its time limit: stored as truncated, never terminated; a draw
+    # of all 4,000 holds the 20 episode ends.
     d = buf.ember.sample(4000, at_most=True)
-    assert 15 <= d["truncated"].sum() <= 19 and not d["terminated"].any()
+    assert d["truncated"].sum() == 20 and not d["terminated"].any()
+
+
+@pytest.mark.parametrize(
+    "algo, env_id, steps",
+    [
+        # docs/python.md's example as written: SB3's defaults (learning_starts=100, batch
+        # 256): its first draws are of one open episode, whose scores are all equal.
+        ("sac", "Pendulum-v1", 1_500),
+        # A single open episode for 999 steps.
+        ("sac", "MountainCarContinuous-v0", 1_200),
+        ("dqn", "CartPole-v1", 2_000),
+    ],
+)
+def test_return_weighted_replay_trains_with_sb3s_defaults(algo, env_id, steps):
+    from stable_baselines3 import DQN
+
+    torch.set_num_threads(1)
+    cls = {"sac": SAC, "dqn": DQN}[algo]
+    model = cls("MlpPolicy", env_id, replay_buffer_class=ReturnWeightedReplayBuffer,
+                replay_buffer_kwargs=dict(seed=0), seed=0, verbose=0)
+    model.learn(steps)
+    buf = model.replay_buffer
+    assert len(buf.ember) == steps
+    assert model._n_updates > 0
+    d = buf.ember.sample(256)
+    assert len(set(d["indices"])) == 256
 
 
 def test_n_step_discounts_and_priorities_reach_sb3():

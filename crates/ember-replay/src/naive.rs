@@ -13,7 +13,8 @@ pub struct NaiveScratch {
 }
 
 /// Draws `k` distinct indices of `scores`, each successive one proportionally to the
-/// shifted weights `r_i + |min(min_j r_j, 0)|` of those not yet drawn. Each round draws
+/// shifted weights `r_i + |min(min_j r_j, 0)|` of those not yet drawn — once only weights
+/// of zero are left, uniformly among them (see [`crate::ReturnWeighted`]). Each round draws
 /// the missing number of indices by inverse-CDF search, keeps first occurrences of new
 /// indices, zeroes their weights and rebuilds the CDF: O(n) per round.
 pub fn naive_return_weighted(
@@ -42,20 +43,20 @@ pub fn naive_return_weighted(
             acc += w;
             acc
         }));
-        let total = acc;
+        let mut total = acc;
         if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-            let (what, available) = (out.len(), out.len());
-            out.clear();
-            if what == 0 {
-                return Err(Error::ZeroWeight {
-                    context: "naive return-weighted draw".into(),
-                });
+            // Only weights of zero are left: the rest uniformly among them (the limit of
+            // `w + ε`; NumPy refuses here).
+            scratch.cdf.clear();
+            let mut acc = 0.0;
+            for (i, w) in scratch.w.iter_mut().enumerate() {
+                if !out.contains(&i) {
+                    *w = 1.0;
+                }
+                acc += *w;
+                scratch.cdf.push(acc);
             }
-            return Err(Error::NotEnough {
-                what: "distinct transitions with non-zero weight".into(),
-                requested: k,
-                available,
-            });
+            total = acc;
         }
         let start = out.len();
         for _ in 0..k - start {

@@ -5,6 +5,13 @@
 //! negative. A batch is `k` distinct slots drawn one after another, each proportionally to
 //! the weights of the slots not yet drawn (NumPy's `choice(replace=False, p=w/sum(w))`).
 //!
+//! **Weights of zero.** Where NumPy refuses (fewer non-zero weights than `k`, or all
+//! zero), a draw goes on as the limit of weights `w_i + ε` for `ε → 0`: slots of positive
+//! weight come first, in proportion to their weights, and once none is left the rest are
+//! drawn uniformly from the slots of zero weight (all of which hold the lowest score). So a
+//! buffer whose scores are all equal — the first steps of a run, one open episode — is
+//! sampled uniformly, and a draw of `k ≤ len()` never fails.
+//!
 //! ## How it stays exact and fast
 //! - The sum tree stores raw scores *and* occupancy counts, so the shift `c` enters as
 //!   `sum + count · c` at sampling time: a new minimum costs nothing to apply. The minimum
@@ -111,9 +118,19 @@ impl ReturnWeighted {
         self.sum.total(self.shift())
     }
 
-    /// Draws `k` distinct slots into `out`, in draw order. Errors (leaving `out` empty) if
-    /// `k` exceeds the number of slots, if all weights are zero, or if fewer than `k` slots
-    /// have a non-zero weight.
+    /// Whether the slots in the tree weigh more than the rounding of their total under
+    /// `shift` (the raw scores' sum and the shift's share are each summed in floating
+    /// point: weights that are all zero may add up to a speck either side of it).
+    fn drawable(&self, total: f64, shift: f64) -> bool {
+        let scale = self.sum.sum().abs() + self.sum.count() as f64 * shift.abs();
+        total > 0.0 && total > scale * 1e-12
+    }
+
+    /// Draws `k` distinct slots into `out`, in draw order; slots of zero weight only once
+    /// no slot of positive weight is left, uniformly (see the module docs).
+    ///
+    /// # Errors
+    /// `k` exceeds the number of slots (`out` is left empty).
     pub fn draw(&mut self, k: usize, rng: &mut EmberRng, out: &mut Vec<usize>) -> Result<()> {
         out.clear();
         let n = self.len();
@@ -127,12 +144,14 @@ impl ReturnWeighted {
         if k == 0 {
             return Ok(());
         }
-        let shift = self.shift();
+        let mut shift = self.shift();
         let mut total = self.sum.total(shift);
-        if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-            return Err(Error::ZeroWeight {
-                context: format!("return-weighted draw of {k} from {n} transitions"),
-            });
+        // Every slot of zero weight holds the lowest score `-shift` (or 0): one more unit of
+        // shift gives each of them weight exactly 1, a uniform draw.
+        let mut uniform = false;
+        if !self.drawable(total, shift) {
+            (shift, uniform) = (shift + 1.0, true);
+            total = self.sum.total(shift);
         }
         self.removed.clear();
         let result = loop {
@@ -164,9 +183,14 @@ impl ReturnWeighted {
             );
             self.sum.set_many(fresh.iter().map(|&i| (i, None)));
             total = self.sum.total(shift);
-            if !progressed || total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            if !uniform && (!progressed || !self.drawable(total, shift)) {
+                // Only slots of zero weight are left (or weight no descent reaches, a
+                // rounding in the tree): the rest are drawn uniformly.
+                (shift, uniform) = (shift + 1.0, true);
+                total = self.sum.total(shift);
+            } else if !progressed {
                 break Err(Error::NotEnough {
-                    what: "distinct transitions with non-zero weight".into(),
+                    what: "distinct transitions a draw reaches".into(),
                     requested: k,
                     available: out.len(),
                 });
@@ -256,36 +280,38 @@ mod tests {
     }
 
     #[test]
-    fn errors_instead_of_panics() {
+    fn weights_of_zero_are_drawn_last_and_only_too_many_is_an_error() {
         let mut s = ReturnWeighted::new(8);
         let mut rng = EmberRng::seed_from(1);
         let mut out = Vec::new();
-        assert!(s.draw(1, &mut rng, &mut out).is_err());
+        assert!(s.draw(1, &mut rng, &mut out).is_err(), "nothing stored");
+        // All scores equal (every weight zero): a uniform draw, not an error.
         for i in 0..4 {
-            s.set_score(i, 0.0).unwrap();
+            s.set_score(i, -3.0).unwrap();
         }
-        let e = s.draw(2, &mut rng, &mut out).unwrap_err();
-        assert!(matches!(e, Error::ZeroWeight { .. }), "{e}");
+        s.draw(4, &mut rng, &mut out).unwrap();
+        let mut sorted = out.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![0, 1, 2, 3]);
         assert!(matches!(
             s.draw(5, &mut rng, &mut out).unwrap_err(),
             Error::NotEnough { .. }
         ));
-        // Two non-zero weights (the minimum -1 has weight 0): a third draw is impossible.
+        assert!(out.is_empty());
+        // Two non-zero weights (the minimum -1 weighs 0): they come first, then the rest.
         s.set_score(0, -1.0).unwrap();
         s.set_score(1, 3.0).unwrap();
+        s.set_score(2, 1.0).unwrap();
+        s.set_score(3, -1.0).unwrap();
         let before = s.sum.clone();
-        let e = s.draw(4, &mut rng, &mut out).unwrap_err();
-        match e {
-            Error::NotEnough { available, .. } => assert_eq!(available, 3),
-            other => panic!("{other}"),
+        for _ in 0..50 {
+            s.draw(4, &mut rng, &mut out).unwrap();
+            let mut first = out[..2].to_vec();
+            first.sort();
+            assert_eq!(first, vec![1, 2], "{out:?}");
+            assert_eq!(s.sum, before, "tree restored after every draw");
+            assert!(s.seen.is_empty());
         }
-        assert!(out.is_empty());
-        assert_eq!(s.sum, before, "tree restored after a failed draw");
-        assert!(s.seen.is_empty());
-        s.draw(3, &mut rng, &mut out).unwrap();
-        let mut sorted = out.clone();
-        sorted.sort();
-        assert_eq!(sorted, vec![1, 2, 3]);
     }
 
     #[test]

@@ -97,6 +97,35 @@ fn return_weighted_agrees_with_naive_reference() {
     assert_fits("naive first draw", &first_n, &probs);
 }
 
+/// Weights of zero (the lowest score, or every score equal): drawn last, uniformly, by both
+/// samplers — the exact law of weights `w + ε` as `ε → 0`.
+#[test]
+fn weights_of_zero_follow_the_limit_law_in_both_samplers() {
+    // Shift 2: weights [0, 2.5, 0, 5, 0].
+    let mixed = [-2.0, 0.5, -2.0, 3.0, -2.0];
+    // Every weight zero: uniform throughout.
+    let equal = [-3.0, -3.0, -3.0, -3.0];
+    let mut rng = EmberRng::seed_from(21);
+    let (mut scratch, mut out) = (NaiveScratch::default(), Vec::new());
+    for (scores, k) in [(&mixed[..], 4), (&equal[..], 3), (&[0.0; 3][..], 3)] {
+        let min = scores.iter().copied().fold(f64::INFINITY, f64::min);
+        let w: Vec<f64> = scores.iter().map(|r| r - min.min(0.0)).collect();
+        let tuples = ordered_tuples(scores.len(), k);
+        let probs: Vec<f64> = tuples.iter().map(|t| successive_prob(&w, t)).collect();
+        assert!((probs.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        let mut tree = rw_with(scores);
+        let (mut counts_t, mut counts_n) = (vec![0u64; tuples.len()], vec![0u64; tuples.len()]);
+        for _ in 0..60_000 {
+            tree.draw(k, &mut rng, &mut out).unwrap();
+            counts_t[tuple_index(&tuples, &out)] += 1;
+            naive_return_weighted(scores, k, &mut rng, &mut scratch, &mut out).unwrap();
+            counts_n[tuple_index(&tuples, &out)] += 1;
+        }
+        assert_fits(&format!("tree, {scores:?}, k={k}"), &counts_t, &probs);
+        assert_fits(&format!("naive, {scores:?}, k={k}"), &counts_n, &probs);
+    }
+}
+
 /// The naive reference itself follows the exact law (it is the oracle of the test above).
 #[test]
 fn naive_reference_matches_enumeration() {

@@ -66,14 +66,17 @@ pub fn assert_same_distribution(what: &str, a: &[u64], b: &[u64]) {
 /// Exact probability of drawing the ordered tuple `seq` by successive draws without
 /// replacement proportional to `w`.
 pub fn successive_prob(w: &[f64], seq: &[usize]) -> f64 {
-    let mut remaining: f64 = w.iter().sum();
+    let mut left = vec![true; w.len()];
     let mut p = 1.0;
     for &i in seq {
-        if remaining <= 0.0 {
-            return 0.0;
-        }
-        p *= w[i] / remaining;
-        remaining -= w[i];
+        let remaining: f64 = (0..w.len()).filter(|&j| left[j]).map(|j| w[j]).sum();
+        p *= if remaining > 0.0 {
+            w[i] / remaining
+        } else {
+            // Only weights of zero are left: uniformly among them (the limit of w + ε).
+            1.0 / left.iter().filter(|&&l| l).count() as f64
+        };
+        left[i] = false;
     }
     p
 }
