@@ -13,7 +13,7 @@ pub struct ServeLimits {
     /// limit leaves).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
-    /// Most TCP connections one peer (IP address) holds at once (default 128).
+    /// Most TCP connections one IP address holds at once (default 128).
     #[arg(long, value_name = "N")]
     pub max_connections_per_peer: Option<usize>,
     /// Most concurrent calls on one connection (default 8).
@@ -22,7 +22,8 @@ pub struct ServeLimits {
     /// Most actor streams held at once (default 1024).
     #[arg(long, value_name = "N")]
     pub max_streams: Option<usize>,
-    /// Most actor streams one peer holds at once (default 256).
+    /// Most actor streams one peer (client certificate, else IP address) holds at once
+    /// (default 256).
     #[arg(long, value_name = "N")]
     pub max_streams_per_peer: Option<usize>,
     /// Rows per second one peer may send over all its streams (default 1000000).
@@ -38,6 +39,19 @@ pub struct ServeLimits {
     /// preface (default 10).
     #[arg(long, value_name = "SECS")]
     pub handshake_timeout_secs: Option<f64>,
+    /// Messages per second read from one stream (default 100000).
+    #[arg(long, value_name = "MESSAGES")]
+    pub max_stream_rate: Option<f64>,
+    /// Largest message accepted or sent, bytes (default 4194304).
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_bytes: Option<usize>,
+    /// Most rows in one request or transition batch (default 4096).
+    #[arg(long, value_name = "N")]
+    pub max_rows: Option<usize>,
+    /// Seconds between HTTP/2 keepalive pings; one unanswered as long closes the
+    /// connection (default 20).
+    #[arg(long, value_name = "SECS")]
+    pub keepalive_secs: Option<f64>,
     /// Seconds a stream may send nothing before it is closed (default 120).
     #[arg(long, value_name = "SECS")]
     pub stream_idle_secs: Option<f64>,
@@ -144,6 +158,19 @@ impl ServeLimits {
                 .map(|s| positive_secs("--handshake-timeout-secs", s))
                 .transpose()?
                 .unwrap_or(d.handshake_timeout),
+            max_stream_rate: rate("--max-stream-rate", self.max_stream_rate, d.max_stream_rate)?,
+            max_message_bytes: match self.max_message_bytes {
+                Some(b) if b < 1024 => {
+                    bail!("invalid --max-message-bytes: got {b}, expected at least 1024")
+                }
+                b => b.unwrap_or(d.max_message_bytes),
+            },
+            max_rows: at_least_one("--max-rows", self.max_rows, d.max_rows)?,
+            keepalive: self
+                .keepalive_secs
+                .map(|s| positive_secs("--keepalive-secs", s))
+                .transpose()?
+                .unwrap_or(d.keepalive),
             stream_idle_timeout: self
                 .stream_idle_secs
                 .map(|s| positive_secs("--stream-idle-secs", s))
@@ -186,6 +213,16 @@ mod tests {
             ..ServeLimits::default()
         });
         assert!(e.contains("--max-streams"), "{e}");
+        let e = bad(ServeLimits {
+            max_rows: Some(0),
+            ..ServeLimits::default()
+        });
+        assert!(e.contains("--max-rows"), "{e}");
+        let e = bad(ServeLimits {
+            keepalive_secs: Some(0.0),
+            ..ServeLimits::default()
+        });
+        assert!(e.contains("--keepalive-secs"), "{e}");
         let e = bad(ServeLimits {
             peer_rows_per_sec: Some(f64::NAN),
             ..ServeLimits::default()
