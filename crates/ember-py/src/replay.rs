@@ -327,9 +327,9 @@ impl PyReplay {
     /// Draws `batch_size` transitions: a dict of NumPy arrays `obs`, `action`, `reward`,
     /// `next_obs`, `terminated`, `truncated`, `indices`, `weights` (and `discount`, the
     /// bootstrap discount `γ^m`, with `n_step > 1`). Drawing without replacement
-    /// (return-weighted) more than are stored is a `ValueError`, unless `at_most`: the batch
-    /// then holds every stored transition. Transitions of zero weight (the lowest score)
-    /// are drawn last, uniformly, so a batch is always full.
+    /// (return-weighted) more than there are transitions of non-zero weight is a
+    /// `ValueError`, unless `at_most`: the batch then holds every one of them. When every
+    /// weight is zero (all scores equal), the draw is uniform.
     #[pyo3(signature = (batch_size, *, at_most=false))]
     fn sample<'py>(
         &self,
@@ -343,8 +343,8 @@ impl PyReplay {
                 let mut g = self.lock();
                 let mut k = batch_size;
                 loop {
-                    // Asked for more than are stored: the error says how many there are,
-                    // and the next try asks that.
+                    // Asked for more than are stored, then for more than weigh more than
+                    // zero: each error says how many there are, and the next try asks that.
                     match g.buffer.sample(k, &mut b) {
                         Err(ember_core::Error::NotEnough { available, .. })
                             if at_most && available > 0 && available < k =>

@@ -13,8 +13,8 @@ pub struct NaiveScratch {
 }
 
 /// Draws `k` distinct indices of `scores`, each successive one proportionally to the
-/// shifted weights `r_i + |min(min_j r_j, 0)|` of those not yet drawn — once only weights
-/// of zero are left, uniformly among them (see [`crate::ReturnWeighted`]). Each round draws
+/// shifted weights `r_i + |min(min_j r_j, 0)|` of those not yet drawn — uniformly when
+/// every weight is zero (see [`crate::ReturnWeighted`]). Each round draws
 /// the missing number of indices by inverse-CDF search, keeps first occurrences of new
 /// indices, zeroes their weights and rebuilds the CDF: O(n) per round.
 pub fn naive_return_weighted(
@@ -44,9 +44,8 @@ pub fn naive_return_weighted(
             acc
         }));
         let mut total = acc;
-        if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-            // Only weights of zero are left: the rest uniformly among them (the limit of
-            // `w + ε`; NumPy refuses here).
+        if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) && out.is_empty() {
+            // Every weight zero: uniformly (the limit of `w + ε`; NumPy refuses here).
             scratch.cdf.clear();
             let mut acc = 0.0;
             for (i, w) in scratch.w.iter_mut().enumerate() {
@@ -57,6 +56,14 @@ pub fn naive_return_weighted(
                 scratch.cdf.push(acc);
             }
             total = acc;
+        } else if total.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+            let available = out.len();
+            out.clear();
+            return Err(Error::NotEnough {
+                what: "distinct transitions with non-zero weight".into(),
+                requested: k,
+                available,
+            });
         }
         let start = out.len();
         for _ in 0..k - start {

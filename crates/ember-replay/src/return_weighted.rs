@@ -5,12 +5,12 @@
 //! negative. A batch is `k` distinct slots drawn one after another, each proportionally to
 //! the weights of the slots not yet drawn (NumPy's `choice(replace=False, p=w/sum(w))`).
 //!
-//! **Weights of zero.** Where NumPy refuses (fewer non-zero weights than `k`, or all
-//! zero), a draw goes on as the limit of weights `w_i + ε` for `ε → 0`: slots of positive
-//! weight come first, in proportion to their weights, and once none is left the rest are
-//! drawn uniformly from the slots of zero weight (all of which hold the lowest score). So a
-//! buffer whose scores are all equal — the first steps of a run, one open episode — is
-//! sampled uniformly, and a draw of `k ≤ len()` never fails.
+//! **Every weight zero.** When all scores are equal (a run's first episode has just ended,
+//! or one episode is all there is), every weight is zero and NumPy refuses; here the draw
+//! is uniform over the slots — the limit of weights `w_i + ε` for `ε → 0` — so a training
+//! loop is never stopped by it. When only some weights are zero, they are never drawn: a
+//! draw of more slots than weigh more than zero is [`Error::NotEnough`] (it names how many
+//! do), as before.
 //!
 //! ## How it stays exact and fast
 //! - The sum tree stores raw scores *and* occupancy counts, so the shift `c` enters as
@@ -126,11 +126,12 @@ impl ReturnWeighted {
         total > 0.0 && total > scale * 1e-12
     }
 
-    /// Draws `k` distinct slots into `out`, in draw order; slots of zero weight only once
-    /// no slot of positive weight is left, uniformly (see the module docs).
+    /// Draws `k` distinct slots into `out`, in draw order; uniformly when every weight is
+    /// zero (see the module docs).
     ///
     /// # Errors
-    /// `k` exceeds the number of slots (`out` is left empty).
+    /// `k` exceeds the number of slots, or the number of slots of non-zero weight when
+    /// some weigh more than zero (`out` is left empty).
     pub fn draw(&mut self, k: usize, rng: &mut EmberRng, out: &mut Vec<usize>) -> Result<()> {
         out.clear();
         let n = self.len();
@@ -183,14 +184,9 @@ impl ReturnWeighted {
             );
             self.sum.set_many(fresh.iter().map(|&i| (i, None)));
             total = self.sum.total(shift);
-            if !uniform && (!progressed || !self.drawable(total, shift)) {
-                // Only slots of zero weight are left (or weight no descent reaches, a
-                // rounding in the tree): the rest are drawn uniformly.
-                (shift, uniform) = (shift + 1.0, true);
-                total = self.sum.total(shift);
-            } else if !progressed {
+            if !progressed || !self.drawable(total, shift) {
                 break Err(Error::NotEnough {
-                    what: "distinct transitions a draw reaches".into(),
+                    what: "distinct transitions with non-zero weight".into(),
                     requested: k,
                     available: out.len(),
                 });
@@ -280,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn weights_of_zero_are_drawn_last_and_only_too_many_is_an_error() {
+    fn all_weights_zero_draw_uniformly_and_too_many_is_an_error() {
         let mut s = ReturnWeighted::new(8);
         let mut rng = EmberRng::seed_from(1);
         let mut out = Vec::new();
@@ -297,21 +293,24 @@ mod tests {
             s.draw(5, &mut rng, &mut out).unwrap_err(),
             Error::NotEnough { .. }
         ));
-        assert!(out.is_empty());
-        // Two non-zero weights (the minimum -1 weighs 0): they come first, then the rest.
-        s.set_score(0, -1.0).unwrap();
-        s.set_score(1, 3.0).unwrap();
-        s.set_score(2, 1.0).unwrap();
-        s.set_score(3, -1.0).unwrap();
-        let before = s.sum.clone();
-        for _ in 0..50 {
-            s.draw(4, &mut rng, &mut out).unwrap();
-            let mut first = out[..2].to_vec();
-            first.sort();
-            assert_eq!(first, vec![1, 2], "{out:?}");
-            assert_eq!(s.sum, before, "tree restored after every draw");
-            assert!(s.seen.is_empty());
+        // Scores -1, 3, 0, 0: three non-zero weights (the minimum -1 weighs 0), so a
+        // fourth draw is impossible.
+        for (i, r) in [-1.0, 3.0, 0.0, 0.0].into_iter().enumerate() {
+            s.set_score(i, r).unwrap();
         }
+        let before = s.sum.clone();
+        let e = s.draw(4, &mut rng, &mut out).unwrap_err();
+        match e {
+            Error::NotEnough { available, .. } => assert_eq!(available, 3),
+            other => panic!("{other}"),
+        }
+        assert!(out.is_empty());
+        assert_eq!(s.sum, before, "tree restored after a failed draw");
+        assert!(s.seen.is_empty());
+        s.draw(3, &mut rng, &mut out).unwrap();
+        let mut sorted = out.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![1, 2, 3]);
     }
 
     #[test]

@@ -52,9 +52,9 @@ class ReplayBuffer:
     def sample(self, batch_size: int, *, at_most: bool = False) -> dict[str, np.ndarray]:
         """``obs``, ``action``, ``reward``, ``next_obs``, ``terminated``, ``truncated``,
         ``indices``, ``weights`` (and ``discount`` with ``n_step > 1``). ``at_most``: a
-        return-weighted batch holds every stored transition when there are fewer than
-        ``batch_size``, instead of raising ``ValueError``. Transitions of zero weight are
-        drawn last, uniformly."""
+        return-weighted batch holds every transition of non-zero weight when there are fewer
+        than ``batch_size``, instead of raising ``ValueError``. When every weight is zero,
+        the draw is uniform."""
     def update_priorities(self, indices: ArrayLike, priorities: ArrayLike) -> None: ...
     def set_scores(self, indices: ArrayLike, scores: ArrayLike) -> None: ...
     def scores(self, indices: ArrayLike) -> npt.NDArray[np.float64]: ...

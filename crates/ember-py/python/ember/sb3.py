@@ -8,10 +8,10 @@
   ``last_weights`` after ``sample`` and call ``update_priorities`` from your own ``train``.
 - :class:`UniformReplayBuffer`: uniform with replacement, as SB3's own buffer.
 
-Return-weighted draws are without replacement; transitions of zero weight (the worst
-episode so far) are drawn last, uniformly, so a batch is always full, and one of a buffer
-whose scores are all equal (the first steps, one open episode) is uniform. A batch is
-smaller only while fewer than ``batch_size`` transitions are stored.
+Return-weighted draws are without replacement: while fewer than ``batch_size`` transitions
+weigh more than zero (early on: the worst episode so far weighs zero), a batch holds every
+transition that does, so it is smaller. When every transition weighs zero (all scores
+equal: the first episode has just ended), a batch is drawn uniformly.
 
 ``replay_buffer_kwargs`` reach :class:`ember.ReplayBuffer` (``n_step``, ``gamma``,
 ``alpha``, ``beta``, ``eps``, ``seed``). With ``n_step > 1`` the samples carry SB3's

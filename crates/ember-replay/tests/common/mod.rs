@@ -64,7 +64,8 @@ pub fn assert_same_distribution(what: &str, a: &[u64], b: &[u64]) {
 }
 
 /// Exact probability of drawing the ordered tuple `seq` by successive draws without
-/// replacement proportional to `w`.
+/// replacement proportional to `w` (uniformly while every weight left is zero: the limit
+/// of `w + ε` as `ε → 0`).
 pub fn successive_prob(w: &[f64], seq: &[usize]) -> f64 {
     let mut left = vec![true; w.len()];
     let mut p = 1.0;
