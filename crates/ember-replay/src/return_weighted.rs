@@ -147,11 +147,10 @@ impl ReturnWeighted {
         }
         let mut shift = self.shift();
         let mut total = self.sum.total(shift);
-        // Every slot of zero weight holds the lowest score `-shift` (or 0): one more unit of
-        // shift gives each of them weight exactly 1, a uniform draw.
-        let mut uniform = false;
         if !self.drawable(total, shift) {
-            (shift, uniform) = (shift + 1.0, true);
+            // Every weight is zero, so every slot holds the lowest score `-shift` (or 0): one
+            // more unit of shift gives each of them weight exactly 1, a uniform draw.
+            shift += 1.0;
             total = self.sum.total(shift);
         }
         self.removed.clear();

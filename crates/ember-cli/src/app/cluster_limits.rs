@@ -176,7 +176,6 @@ impl ServeLimits {
                 .map(|s| positive_secs("--stream-idle-secs", s))
                 .transpose()?
                 .unwrap_or(d.stream_idle_timeout),
-            ..d
         };
         let max_abs = match self.max_abs_value {
             Some(v) if !v.is_finite() || v <= 0.0 => {
