@@ -21,7 +21,7 @@ pub use salvage::Salvaged;
 pub use segment::{LogReader, Record};
 
 use ember_core::{Error, Result};
-use salvage::{salvage, sync_dir};
+use salvage::{beside, salvage, sync_dir};
 use segment::{End, Header, Segment, io, scan};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -323,7 +323,7 @@ impl TransitionLog {
                 t
             },
         };
-        let path = PathBuf::from(format!("{}.{:016}", self.path.display(), header.first));
+        let path = beside(&self.path, &format!(".{:016}", header.first));
         let bytes = header.encode();
         let mut file = File::create(&path).map_err(io(&path))?;
         file.write_all(&bytes).map_err(io(&path))?;

@@ -173,7 +173,8 @@ pub struct ServerStats {
 
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub(crate) token: AtomicU64,
+    /// Shared with the token check ([`super::security::TokenCheck`]), which counts there.
+    pub(crate) token: Arc<AtomicU64>,
     pub(crate) invalid: AtomicU64,
     pub(crate) streams: AtomicU64,
     pub(crate) connections: AtomicU64,

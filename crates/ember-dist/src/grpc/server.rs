@@ -16,7 +16,7 @@ use crate::parameter_server::{ParameterServer, TrainerHandle, Weights};
 use ember_core::{Error, Result};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -30,7 +30,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 /// streams get 200 ms to finish, then their actors see the connection close).
 pub struct GrpcServer {
     addr: SocketAddr,
-    refused: Arc<AtomicU64>,
     peers: Peers,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -147,14 +146,12 @@ impl GrpcServer {
 
     /// Calls refused for a missing or wrong token since the server started.
     pub fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
+        self.peers.counters.token.load(Ordering::Relaxed)
     }
 
     /// Open connections and streams, each peer's share, and refusals by reason.
     pub fn stats(&self) -> ServerStats {
-        let mut stats = self.peers.stats();
-        stats.refused.token = self.refused();
-        stats
+        self.peers.stats()
     }
 
     fn start(
@@ -166,10 +163,9 @@ impl GrpcServer {
         + Send
         + 'static,
     ) -> Result<Self> {
-        let refused = Arc::new(AtomicU64::new(0));
         let check = TokenCheck {
             token: security.token.clone(),
-            refused: refused.clone(),
+            refused: peers.counters.token.clone(),
         };
         // HTTP/2 keepalive frees the slots of a dead peer; the stream cap per connection
         // bounds what one connection can hold (tonic's own default is no limit).
@@ -239,7 +235,6 @@ impl GrpcServer {
             .map_err(|e| io_unavailable("a gRPC server thread", e))?;
         Ok(GrpcServer {
             addr: local,
-            refused,
             peers,
             shutdown: Some(tx),
             thread: Some(thread),

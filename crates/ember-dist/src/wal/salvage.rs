@@ -19,8 +19,8 @@ pub struct Salvaged {
     pub bytes: u64,
 }
 
-/// `path` with `suffix` appended to its file name.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` appended to its file name (any bytes the name holds kept).
+pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
