@@ -14,7 +14,7 @@ pub trait BatchRules: Send + Sync {
     /// Checks whole rows `values` (their width is already checked).
     ///
     /// # Errors
-    /// The first row and field that break a rule, as [`Error::InvalidArgument`].
+    /// An error naming the first row (and field) that breaks a rule.
     fn check(&self, values: &[f32]) -> Result<()>;
 }
 
@@ -26,14 +26,7 @@ struct Finite {
 
 impl BatchRules for Finite {
     fn check(&self, values: &[f32]) -> Result<()> {
-        match values.iter().position(|v| !v.is_finite()) {
-            Some(i) => Err(Error::invalid(
-                format!("row {} value {}", i / self.width, i % self.width),
-                values[i],
-                "a finite number",
-            )),
-            None => Ok(()),
-        }
+        Error::check_finite_rows("transition value", values, self.width)
     }
 }
 
