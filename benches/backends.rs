@@ -17,11 +17,11 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ember_algo::OptimizerKind;
-use ember_backend::DeviceSpec;
-use ember_core::EmberRng;
-use ember_loss::{mse, sac_critic_loss};
-use ember_nn::{ContinuousQ, CriticEnsembleConfig, GaussianTanhPolicyConfig, MlpConfig, noise};
+use emberlab_algo::OptimizerKind;
+use emberlab_backend::DeviceSpec;
+use emberlab_core::EmberRng;
+use emberlab_loss::{mse, sac_critic_loss};
+use emberlab_nn::{ContinuousQ, CriticEnsembleConfig, GaussianTanhPolicyConfig, MlpConfig, noise};
 use std::hint::black_box;
 use std::time::Duration;
 

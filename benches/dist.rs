@@ -1,11 +1,11 @@
 //! Many actors, one model (problem 4): actions per second for 16 actor threads that each
 //! run their own forward pass, against the same 16 actors served by one
-//! `ember_dist::InferenceServer` that batches their rows.
+//! `emberlab_dist::InferenceServer` that batches their rows.
 //!
 //! `cargo bench --bench dist`. Group `dist_inference`, one element per action:
 //! - `per_actor_16`: 16 threads, each with its own copy of the policy, one observation row
 //!   per call through burn's forward pass (what a naive multi-actor program does);
-//! - `per_actor_16_frozen`: the same through ember-nn's frozen host path (`FrozenMlp`), which
+//! - `per_actor_16_frozen`: the same through emberlab-nn's frozen host path (`FrozenMlp`), which
 //!   removes the per-call framework cost batching amortises;
 //! - `batched_16`: the same 16 threads send their row to an `InferenceServer`
 //!   (`max_batch` 16, `max_wait` 200 µs) that runs one forward pass per batch.
@@ -18,10 +18,10 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ember_algo::{ActionBuf, Agent};
-use ember_core::EmberRng;
-use ember_dist::{InferenceConfig, InferenceHandle, InferenceServer};
-use ember_nn::{FrozenMlp, Mlp, MlpConfig};
+use emberlab_algo::{ActionBuf, Agent};
+use emberlab_core::EmberRng;
+use emberlab_dist::{InferenceConfig, InferenceHandle, InferenceServer};
+use emberlab_nn::{FrozenMlp, Mlp, MlpConfig};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const ACTORS: usize = 16;
 
 /// The tutorial's policy, 4 → 128 → 2 (ReLU), acting with burn's forward pass on flex
-/// (`frozen`: through ember-nn's frozen host path instead) and a sampled action.
+/// (`frozen`: through emberlab-nn's frozen host path instead) and a sampled action.
 struct Policy {
     mlp: Mlp,
     frozen: Option<FrozenMlp>,
@@ -43,7 +43,7 @@ struct Policy {
 impl Policy {
     fn new(frozen: bool) -> Self {
         let device = "flex"
-            .parse::<ember_backend::DeviceSpec>()
+            .parse::<emberlab_backend::DeviceSpec>()
             .unwrap()
             .device()
             .unwrap();
@@ -63,7 +63,7 @@ impl Agent for Policy {
         4
     }
 
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> ember_core::Result<()> {
+    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> emberlab_core::Result<()> {
         let rows = obs.len() / 4;
         match &mut self.frozen {
             Some(f) => f.forward(obs, rows, &mut self.logits)?,
@@ -97,7 +97,7 @@ impl Agent for Noop {
         4
     }
 
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> ember_core::Result<()> {
+    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> emberlab_core::Result<()> {
         let out = out.discrete_mut("noop")?;
         out.clear();
         out.resize(obs.len() / 4, 0);

@@ -24,8 +24,8 @@
 
 use burn::tensor::{Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ember_core::EmberRng;
-use ember_nn::{
+use emberlab_core::EmberRng;
+use emberlab_nn::{
     Activation, FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicyConfig, MlpConfig,
 };
 use std::hint::black_box;

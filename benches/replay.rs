@@ -5,9 +5,9 @@
 //! the caller's batch buffers, as an update needs them.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use ember_core::{Batch, EmberRng, Transition};
-use ember_replay::naive::{NaiveScratch, naive_return_weighted};
-use ember_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
+use emberlab_core::{Batch, EmberRng, Transition};
+use emberlab_replay::naive::{NaiveScratch, naive_return_weighted};
+use emberlab_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -10,9 +10,9 @@
 //! run it in the same window.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ember::algo::{OffPolicyLearner, SacConfig, UpdateSchedule};
-use ember::backend::DeviceSpec;
-use ember::core::{Batch, BoxSpace, EmberRng, Space};
+use emberlab::algo::{OffPolicyLearner, SacConfig, UpdateSchedule};
+use emberlab::backend::DeviceSpec;
+use emberlab::core::{Batch, BoxSpace, EmberRng, Space};
 use std::time::Duration;
 
 mod common;
@@ -66,7 +66,7 @@ fn sac_update(c: &mut Criterion) {
                 ..SacConfig::default()
             };
             let mut sac = config
-                .build(&obs, &act, &ember::algo::Devices::same(&device))
+                .build(&obs, &act, &emberlab::algo::Devices::same(&device))
                 .unwrap();
             let label = format!("{schedule:?}").to_lowercase();
             let mut step = 0u64;
@@ -83,7 +83,7 @@ fn sac_update(c: &mut Criterion) {
     g.finish();
 }
 
-/// One 256×256×256 product on one thread through `ember_kernels::matmul` on flex: the
+/// One 256×256×256 product on one thread through `emberlab_kernels::matmul` on flex: the
 /// GEMM rate a SAC update's layers can reach here (`nn`), and with a transposed operand as
 /// the backward pass multiplies (`tn`: weight gradients, `nt`: input gradients). 33.5 MFLOP
 /// per call. Then the thin products of a Pendulum SAC update on a 256-row batch (`thin_…`):
@@ -122,7 +122,7 @@ fn gemm_256(c: &mut Criterion) {
     ];
     for (id, x, y) in cases.into_iter().chain(thin) {
         g.bench_function(id, |bench| {
-            bench.iter(|| ember::kernels::matmul(x.clone(), y.clone()))
+            bench.iter(|| emberlab::kernels::matmul(x.clone(), y.clone()))
         });
     }
     g.finish();
@@ -144,12 +144,12 @@ fn td3_update(c: &mut Criterion) {
     let act = Space::Box(BoxSpace::uniform(act_dim, -2.0, 2.0).unwrap());
     let device = DeviceSpec::Flex.device().unwrap();
     for schedule in [UpdateSchedule::Sequential, UpdateSchedule::Parallel] {
-        let config = ember::algo::Td3Config {
+        let config = emberlab::algo::Td3Config {
             update_schedule: schedule,
-            ..ember::algo::Td3Config::default()
+            ..emberlab::algo::Td3Config::default()
         };
         let mut td3 = config
-            .build(&obs, &act, &ember::algo::Devices::same(&device))
+            .build(&obs, &act, &emberlab::algo::Devices::same(&device))
             .unwrap();
         let label = format!("{schedule:?}").to_lowercase();
         let mut step = 0u64;

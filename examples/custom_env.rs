@@ -11,9 +11,9 @@
 //! episodes): standing still returns −83, random actions −86, the optimal policy (full speed
 //! to the target, then stay) −9.3.
 
-use ember::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
-use ember::core::{Action, BoxSpace, EmberRng, Env, Error, Result, Space, StepInfo};
-use ember::env::{SyncVecEnv, VecEnv};
+use emberlab::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
+use emberlab::core::{Action, BoxSpace, EmberRng, Env, Error, Result, Space, StepInfo};
+use emberlab::env::{SyncVecEnv, VecEnv};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -93,10 +93,10 @@ impl Env for Reach1D {
 fn train(steps: u64, seed: u64) -> Result<TrainReport> {
     static REGISTER: std::sync::Once = std::sync::Once::new();
     REGISTER.call_once(|| {
-        ember::env::register(ID, || Ok(Box::new(Reach1D::new()?) as Box<dyn Env>))
+        emberlab::env::register(ID, || Ok(Box::new(Reach1D::new()?) as Box<dyn Env>))
             .expect("Reach1D-v0 is registered once");
     });
-    let device = ember::backend::DeviceSpec::Flex.device()?;
+    let device = emberlab::backend::DeviceSpec::Flex.device()?;
     // The training env found by id, like any built-in one…
     let mut env = SyncVecEnv::from_id(ID, 1)?;
     let config = SacConfig {

@@ -6,9 +6,9 @@
 //! step against the mean of all ten critics. The ten critics are two ensembles of five,
 //! each with its own loss and Adam step (Adam is per weight, so this is the same as one
 //! ensemble of ten), which the update runs side by side on two cores with the library's
-//! [`ember::algo::parts`]. The targets are split by rows (half of the batch per core), and
+//! [`emberlab::algo::parts`]. The targets are split by rows (half of the batch per core), and
 //! so is the actor's step: each half of its rows is a part beside a critic half, and the
-//! halves' gradients are summed ([`ember::algo::parts::sum_gradients`]) for one step. Its
+//! halves' gradients are summed ([`emberlab::algo::parts::sum_gradients`]) for one step. Its
 //! learning test (`tests/redq_example.rs`) trains it on Pendulum-v1 beside the library's
 //! SAC with the same seed and settings.
 //!
@@ -17,22 +17,22 @@
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
-use ember::algo::checkpoint::{existing_dir, write_dir_atomically};
-use ember::algo::parts::{
+use emberlab::algo::checkpoint::{existing_dir, write_dir_atomically};
+use emberlab::algo::parts::{
     Part, Parts, UpdateSchedule, own_leaves, part, row_shares, run_by_rows, sum_gradients,
 };
-use ember::algo::tensors::{column, learner_devices, matrix, obs_batch, rows_of};
-use ember::algo::{
+use emberlab::algo::tensors::{column, learner_devices, matrix, obs_batch, rows_of};
+use emberlab::algo::{
     ActingCopy, ActionBuf, Agent, Checkpoint, Devices, OffPolicyConfig, OffPolicyLearner,
     OffPolicyTrainer, OptimizerKind, Persist, PolicyWeights, Progress, SacConfig, TrainReport,
     TrainingState, Update, Visitor, step_in_place, train_off_policy,
 };
-use ember::core::{Batch, EmberRng, Result};
-use ember::env::{SyncVecEnv, VecEnv};
-use ember::loss::{
+use emberlab::core::{Batch, EmberRng, Result};
+use emberlab::env::{SyncVecEnv, VecEnv};
+use emberlab::loss::{
     checked_loss, sac_actor_loss, sac_critic_loss, sac_target_discounted, sac_temperature_loss,
 };
-use ember::nn::{
+use emberlab::nn::{
     CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
     Temperature, noise, polyak_update,
 };
@@ -88,7 +88,7 @@ impl Redq {
     fn new(env: &dyn VecEnv, seed: u64, devices: &Devices, shapes: Shapes) -> Result<Redq> {
         let (plain, learn, _seeded) = learner_devices(&devices.learn, seed);
         let obs_dim = env.single_observation_space().flat_dim();
-        let ember::core::Space::Box(b) = env.single_action_space() else {
+        let emberlab::core::Space::Box(b) = env.single_action_space() else {
             unreachable!("Pendulum-v1 has a Box action space")
         };
         let mut actor = GaussianTanhPolicyConfig::new(obs_dim, b.dim())
@@ -131,7 +131,7 @@ impl Agent for Redq {
         let out = out.continuous_mut("REDQ")?;
         match explore {
             true => self.acting.module().act_host(x, &mut self.rng, out),
-            false => *out = ember::algo::tensors::host(self.acting.module().deterministic(x)),
+            false => *out = emberlab::algo::tensors::host(self.acting.module().deterministic(x)),
         }
         Ok(())
     }
@@ -370,7 +370,7 @@ fn trainer_config(
 
 /// A fresh REDQ learner of `shapes` and its Pendulum-v1 environment.
 fn set_up(seed: u64, shapes: Shapes) -> Result<(Redq, SyncVecEnv)> {
-    let device = ember::backend::DeviceSpec::Flex.device()?;
+    let device = emberlab::backend::DeviceSpec::Flex.device()?;
     let env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
     Ok((Redq::new(&env, seed, &Devices::same(&device), shapes)?, env))
 }
@@ -386,7 +386,7 @@ fn train_redq(
     let (mut redq, mut env) = set_up(seed, shapes)?;
     let config = trainer_config(seed, steps, eval_every, shapes.batch)?;
     let mut replay = config.build_replay(&env)?;
-    let eval = ember::env::factory("Pendulum-v1")?;
+    let eval = emberlab::env::factory("Pendulum-v1")?;
     train_off_policy(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)
 }
 
@@ -406,7 +406,7 @@ pub fn train_resumable(
     let (mut redq, mut env) = set_up(seed, Shapes::default())?;
     let config = trainer_config(seed, Some(steps), 0, None)?;
     let mut replay = config.build_replay(&env)?;
-    let eval = ember::env::factory("Pendulum-v1")?;
+    let eval = emberlab::env::factory("Pendulum-v1")?;
     let mut trainer =
         OffPolicyTrainer::new(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)?;
     if let Some(saved) = existing_dir(dir) {
@@ -435,7 +435,7 @@ fn main() -> Result<()> {
     {
         let steps = n
             .parse()
-            .map_err(|_| ember::core::Error::invalid("--steps", n, "a number of env steps"))?;
+            .map_err(|_| emberlab::core::Error::invalid("--steps", n, "a number of env steps"))?;
         let (state, shapes) = parse_flags(rest)?;
         let r = match state {
             None => train_redq(1, Some(steps), 0, shapes)?,
@@ -463,7 +463,7 @@ fn main() -> Result<()> {
 /// A flag that is unknown or lacks its value, a width or batch that is not a positive
 /// whole number, or `--state` with shapes other than the default.
 pub fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
-    use ember::core::Error;
+    use emberlab::core::Error;
     let count = |flag: &str, value: Option<&String>| -> Result<usize> {
         let value = value.map(String::as_str).unwrap_or("");
         match value.parse::<usize>() {

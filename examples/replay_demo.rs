@@ -2,8 +2,8 @@
 //! without replacement, prioritized batches and uniform batches, and round-trips the buffer
 //! through a file. Run with `cargo run --release --example replay_demo`.
 
-use ember::core::{Batch, EmberRng, Transition};
-use ember::replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
+use emberlab::core::{Batch, EmberRng, Transition};
+use emberlab::replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
 use std::time::Instant;
 
 #[global_allocator]
@@ -14,7 +14,7 @@ const OBS: usize = 17;
 const ACT: usize = 6;
 const BATCH: usize = 256;
 
-fn fill<S: Sampler>(buffer: &mut ReplayBuffer<S>, rng: &mut EmberRng) -> ember::core::Result<()> {
+fn fill<S: Sampler>(buffer: &mut ReplayBuffer<S>, rng: &mut EmberRng) -> emberlab::core::Result<()> {
     let (mut obs, mut next, mut act) = ([0f32; OBS], [0f32; OBS], [0f32; ACT]);
     for i in 0..CAPACITY {
         obs.iter_mut()
@@ -36,7 +36,7 @@ fn fill<S: Sampler>(buffer: &mut ReplayBuffer<S>, rng: &mut EmberRng) -> ember::
     Ok(())
 }
 
-fn time_draws<S: Sampler>(name: &str, buffer: &mut ReplayBuffer<S>) -> ember::core::Result<()> {
+fn time_draws<S: Sampler>(name: &str, buffer: &mut ReplayBuffer<S>) -> emberlab::core::Result<()> {
     let mut batch = Batch::with_capacity(OBS, ACT, BATCH);
     for _ in 0..100 {
         buffer.sample(BATCH, &mut batch)?;
@@ -55,7 +55,7 @@ fn time_draws<S: Sampler>(name: &str, buffer: &mut ReplayBuffer<S>) -> ember::co
     Ok(())
 }
 
-fn main() -> ember::core::Result<()> {
+fn main() -> emberlab::core::Result<()> {
     let mut rng = EmberRng::seed_from(0);
     println!("filling three buffers of {CAPACITY} transitions (obs {OBS}, action {ACT}) ...");
     let storage = || RingStorage::new(CAPACITY, OBS, ACT);

@@ -14,10 +14,10 @@
 #[path = "common/zoo.rs"]
 mod zoo;
 
-use ember::backend::DeviceSpec;
-use ember::core::{Error, Result};
-use ember_cli::plot::{Band, plot_bands};
-use ember_cli::stats::{bootstrap_ci, iqm, mean_std};
+use emberlab::backend::DeviceSpec;
+use emberlab::core::{Error, Result};
+use emberlab_cli::plot::{Band, plot_bands};
+use emberlab_cli::stats::{bootstrap_ci, iqm, mean_std};
 use std::collections::VecDeque;
 use std::process::{Child, Command, Stdio};
 

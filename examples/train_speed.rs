@@ -8,7 +8,7 @@
 //! (return-weighted sampling from 1M transitions) measured inside a whole training run.
 //!
 //! `--gemm-stats` also prints how much of the run flex's GEMM library took
-//! ([`ember::kernels::gemm_stats`]): products and multiply-adds per update, seconds in
+//! ([`emberlab::kernels::gemm_stats`]): products and multiply-adds per update, seconds in
 //! them (summed over threads) against the process's CPU seconds, and their rate per
 //! thread, e.g. `gemm products_per_update=30.4 mfma_per_update=252.8 gemm_s=17.30
 //! cpu_s=23.41 gemm_share=0.739 gflops_per_thread=80.2`.
@@ -16,9 +16,9 @@
 #[path = "common/zoo.rs"]
 mod zoo;
 
-use ember::algo::ReplayKind;
-use ember::backend::DeviceSpec;
-use ember::core::{Error, Result};
+use emberlab::algo::ReplayKind;
+use emberlab::backend::DeviceSpec;
+use emberlab::core::{Error, Result};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -68,9 +68,9 @@ fn main() -> Result<()> {
     };
     let gemm_stats = args.iter().any(|a| a == "--gemm-stats");
     if gemm_stats {
-        ember::kernels::gemm_stats::enable();
+        emberlab::kernels::gemm_stats::enable();
     }
-    let (gemm_before, cpu_before) = (ember::kernels::gemm_stats::snapshot(), cpu_seconds());
+    let (gemm_before, cpu_before) = (emberlab::kernels::gemm_stats::snapshot(), cpu_seconds());
     let report = zoo::run(algo, env, &spec.device()?, &options)?;
     let kind = replay.map_or("preset", ReplayKind::as_str);
     println!(
@@ -81,7 +81,7 @@ fn main() -> Result<()> {
         report.env_steps as f64 / report.wall_secs
     );
     if gemm_stats {
-        let g = ember::kernels::gemm_stats::snapshot().since(&gemm_before);
+        let g = emberlab::kernels::gemm_stats::snapshot().since(&gemm_before);
         let per_update = |x: u64| x as f64 / report.updates.max(1) as f64;
         let cpu = cpu_seconds()
             .zip(cpu_before)

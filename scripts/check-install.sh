@@ -1,30 +1,29 @@
 #!/usr/bin/env bash
-# Installs `ember` as a new user would (`cargo install --path crates/ember-cli`), then trains,
-# evaluates and plots from an empty folder outside the repository: presets, fonts and all
-# it reads must be inside the binary or found without the source tree.
+# Installs `ember` as a user would from crates.io (`cargo install emberlab-cli --locked`), from
+# the unpacked package of scripts/check-packages.sh, then trains, evaluates and plots from an
+# empty folder outside the repository: presets, fonts and all it reads must be inside the
+# package or the binary.
 #
-# Usage: scripts/check-install.sh ALGO ENV STEPS [cargo install flags, e.g. --features mujoco]
+# Usage: scripts/check-install.sh PACKAGE_DIR ALGO ENV STEPS [cargo install flags]
+#   e.g. scripts/check-install.sh "$(scripts/check-packages.sh dir)"/emberlab-cli-0.1.0 \
+#        sac Pendulum-v1 2000
 #
-# It installs with the test profile (a cold release build takes ~15 minutes on 2 cores); users
-# install with the default (release). With EMBER_BIN set (CI: the binary its workspace tests
-# built), that binary is installed instead of building one: `cargo install` builds the crate
-# on its own, with other features for shared dependencies, which rebuilds burn.
+# The package is a member of the scratch workspace, whose patches stand in for crates.io (the
+# other emberlab crates are not published there yet), so the install resolves the same lock
+# file as that workspace's tests. It installs with the test profile and the target folder of
+# those tests, so it reuses their build (a cold release build takes ~15 minutes on 2 cores);
+# users install with the default (release).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-[ $# -ge 3 ] || { echo "usage: $0 ALGO ENV STEPS [cargo install flags]" >&2; exit 2; }
-algo="$1" env="$2" steps="$3"
-shift 3
-target="${CARGO_TARGET_DIR:-$(pwd)/target}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+[ $# -ge 4 ] || { echo "usage: $0 PACKAGE_DIR ALGO ENV STEPS [cargo install flags]" >&2; exit 2; }
+package="$1" algo="$2" env="$3" steps="$4"
+shift 4
+[ -f "$package/Cargo.toml" ] || { echo "no package at $package (scripts/check-packages.sh)" >&2; exit 1; }
+target="${CARGO_TARGET_DIR:-$ROOT/target}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if [ -n "${EMBER_BIN:-}" ]; then
-    [ -x "$EMBER_BIN" ] || { echo "EMBER_BIN=$EMBER_BIN is not an executable" >&2; exit 1; }
-    install -D -m 755 "$EMBER_BIN" "$work/installed/bin/ember"
-    echo "installed $EMBER_BIN (not built: EMBER_BIN is set)"
-else
-    CARGO_TARGET_DIR="$target" cargo install --path crates/ember-cli --profile test --locked \
-        --root "$work/installed" --quiet "$@"
-fi
+CARGO_TARGET_DIR="$target" cargo install --path "$package" --profile test --locked \
+    --root "$work/installed" --quiet "$@"
 mkdir "$work/empty"
 cd "$work/empty"
 ember="$work/installed/bin/ember"
@@ -35,4 +34,4 @@ run="runs/$algo-$env-s0"
 "$ember" eval "$run" --episodes 2
 "$ember" plot "$run" -o curve.png
 [ -s curve.png ] || { echo "ember plot wrote no curve.png" >&2; exit 1; }
-echo "installed ember trained, evaluated and plotted $algo on $env from an empty folder"
+echo "ember installed from $(basename "$package") trained, evaluated and plotted $algo on $env from an empty folder"

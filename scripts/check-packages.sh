@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
-# Packages every library crate of the workspace (not the labs, nor the Python wheel's crate
-# `ember-py`, nor the front crate `ember`,
-# whose examples and benches need the whole workspace) as crates.io would receive it, and
-# checks that each builds from its package alone: the packages are unpacked into a scratch
-# workspace whose only link between them is their version requirements (patched to the
-# unpacked packages), then `cargo clippy --all-targets` (a check) runs there. A crate that reads a
-# file outside its own folder, or needs a workspace-only setting, fails here.
+# Packages every publishable crate of the workspace (`cargo package`: what crates.io would
+# receive; not the labs nor the Python wheel's crate), unpacks the `.crate` files into a
+# scratch workspace whose only links between them are their version requirements (patched
+# to the unpacked packages), resolves a fresh lock file there (the newest versions their
+# requirements allow, as a new user's `cargo add` gets them) and runs cargo in it:
+#
+#   scripts/check-packages.sh                   # cargo clippy --all-targets (a check)
+#   scripts/check-packages.sh test ARGS...      # cargo test --workspace ARGS... (scripts/test.sh)
+#   scripts/check-packages.sh dir               # only prints the scratch folder
+#
+# A crate that reads a file outside its own folder, or needs a workspace-only setting, fails
+# here. The scratch folder is `$CARGO_TARGET_DIR/package-check` (default target/), and builds
+# share the workspace's target folder. Set EMBER_PACKAGES_LOCKED=1 to keep the workspace's
+# Cargo.lock instead of resolving a fresh one (offline work).
 #
 # (`cargo package`'s own verification builds every package in the unoptimised dev profile
-# with full debug info, burn included: about as long as the whole CI run. This check reuses
-# the workspace's dependency cache instead.)
-#
-# Usage: scripts/check-packages.sh
+# with full debug info, burn included, each on its own: about as long as the whole CI run.)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-rm -rf "$TARGET/package"
-cargo package --workspace --exclude ember-labs --exclude ember --exclude ember-py --no-verify --locked --allow-dirty -q
 SCRATCH="$TARGET/package-check"
+mode="${1:-clippy}"
+[ $# -gt 0 ] && shift
+if [ "$mode" = dir ]; then
+    echo "$SCRATCH"
+    exit 0
+fi
+
+rm -rf "$TARGET/package"
+cargo package --workspace --exclude emberlab-labs --exclude emberlab-py --no-verify --locked \
+    --allow-dirty -q
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
 members=()
@@ -38,15 +50,31 @@ done
     echo "[patch.crates-io]"
     printf '%s\n' "${patches[@]}"
     echo
-    # The workspace's profiles (dependencies optimised in test builds) are not part of
-    # any package; repeat the one that keeps this check's dependency builds shared.
-    echo "[profile.dev.package.\"*\"]"
-    echo "opt-level = 3"
-    echo "debug = false"
+    # The workspace's build profiles are not part of any package; they are repeated here
+    # (from the workspace's Cargo.toml) so that the packages build as the workspace's tests do.
+    sed -n '/^\[profile\./,$p' "$ROOT/Cargo.toml"
 } > "$SCRATCH/Cargo.toml"
-cp Cargo.lock "$SCRATCH/Cargo.lock"
-echo "checking ${#members[@]} packages on their own: ${members[*]}"
-# Clippy, sharing the workspace's target folder: the dependencies' artifacts of the lint
-# step before are reused (the same crates, features and profile).
-(cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo clippy --workspace --all-targets --offline -q)
-echo "every package builds from its own files"
+if [ "${EMBER_PACKAGES_LOCKED:-}" = 1 ]; then
+    cp Cargo.lock "$SCRATCH/Cargo.lock"
+    echo "packages: the workspace's Cargo.lock (EMBER_PACKAGES_LOCKED=1)"
+else
+    (cd "$SCRATCH" && cargo generate-lockfile -q)
+    changed="$(diff <(grep -A1 '^name = ' Cargo.lock) <(grep -A1 '^name = ' "$SCRATCH/Cargo.lock") |
+        grep -c '^>' || true)"
+    echo "packages: a freshly resolved lock file ($changed lines differ from the workspace's)"
+fi
+echo "${#members[@]} packages: ${members[*]}"
+case "$mode" in
+    clippy)
+        (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo clippy --workspace --all-targets \
+            --locked -q -- -D warnings)
+        echo "every package builds from its own files"
+        ;;
+    test)
+        (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --workspace --locked "$@")
+        ;;
+    *)
+        echo "unknown mode $mode (clippy, test or dir)" >&2
+        exit 2
+        ;;
+esac

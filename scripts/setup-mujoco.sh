@@ -2,7 +2,7 @@
 # Installs MuJoCo for Ember's `mujoco` feature from PyPI's wheels (never a download at build
 # time): `mujoco==3.17.0` ships `libmujoco.so.3.17.0`, which `mujoco-rs = "=7.0.0"` links;
 # `gymnasium==1.4.0` ships the task XML files the native environments load, and is the
-# reference the trace generator (tools/gen_mujoco_traces.py) records from (its MuJoCo
+# reference the trace generator (crates/emberlab-env/tools/gen_mujoco_traces.py) records from (its MuJoCo
 # environments import `imageio`, and `packaging`, which the venv gets too); `numpy==2.4.6`
 # ships `libnpyrandom.a`, NumPy's samplers for C users, from which the tasks' normal reset
 # noise is drawn (so a seeded reset matches Gymnasium's to the bit).
@@ -15,9 +15,9 @@
 #
 # What it exports:
 # - MUJOCO_DYNAMIC_LINK_DIR: a folder (`.mujoco-lib/` beside the venv) holding a
-#   `libmujoco.so` link to the wheel's library: mujoco-rs links against it, and ember-env's
+#   `libmujoco.so` link to the wheel's library: mujoco-rs links against it, and emberlab-env's
 #   build script embeds it as an rpath, so binaries run without LD_LIBRARY_PATH. It also
-#   holds a `libnpyrandom.a` link to the NumPy wheel's archive, which ember-env links.
+#   holds a `libnpyrandom.a` link to the NumPy wheel's archive, which emberlab-env links.
 # - EMBER_GYMNASIUM_ASSETS: Gymnasium's `envs/mujoco/assets` folder, where the native tasks
 #   read their model XML files (each task's file can also be given per environment).
 # - EMBER_MUJOCO_PYTHON: the venv's python, for the trace generator and the bridge tests.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the Python wheel (crates/ember-py) is built and tested with, into the torch
+# Installs what the Python wheel (crates/emberlab-py) is built and tested with, into the torch
 # venv of scripts/setup-libtorch.sh (torch 2.9.0 from PyPI; Stable-Baselines3 needs torch):
-# maturin, pytest, gymnasium 1.4.0, stable-baselines3, onnxruntime (ember-cli's
+# maturin, pytest, gymnasium 1.4.0, stable-baselines3, onnxruntime (emberlab-cli's
 # tests/export_onnx.rs runs exported policies in it) and mujoco 3.17.0 (the wheel's MuJoCo
 # tasks are checked against Gymnasium's, which step through it; Gymnasium's MuJoCo
 # environments also import `imageio`, which no package here depends on, so it is named).

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs the `tensorboard` Python package into a venv, for ember-cli's read-back test
-# (crates/ember-cli/tests/tensorboard_reader.rs reads our event files with TensorBoard's own
+# Installs the `tensorboard` Python package into a venv, for emberlab-cli's read-back test
+# (crates/emberlab-cli/tests/tensorboard_reader.rs reads our event files with TensorBoard's own
 # EventAccumulator). Nothing in the build needs it.
 #
 # Usage: scripts/setup-tensorboard.sh [VENV_DIR]     (default: .venv-tb in the repo root)
 # Idempotent: skips the install when the venv can already import the reader. Prints the
-# environment to export before `cargo test -p ember-cli`; `source` its output:
+# environment to export before `cargo test -p emberlab-cli`; `source` its output:
 #   scripts/setup-tensorboard.sh > /tmp/tb.env && . /tmp/tb.env
 # (a failed install then stops there; `eval "$(…)"` would hide it)
 set -euo pipefail

@@ -6,10 +6,10 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::store::{ModuleSnapshot, SafetensorsStore};
 use burn::tensor::{Device, Tensor, TensorData};
-use ember_backend::{DeviceChecked, DeviceSpec, inference_copy, move_to};
-use ember_core::EmberRng;
-use ember_loss::{mse, sac_critic_loss};
-use ember_nn::{CriticEnsembleConfig, GaussianTanhPolicyConfig, Mlp, MlpConfig, noise};
+use emberlab_backend::{DeviceChecked, DeviceSpec, inference_copy, move_to};
+use emberlab_core::EmberRng;
+use emberlab_loss::{mse, sac_critic_loss};
+use emberlab_nn::{CriticEnsembleConfig, GaussianTanhPolicyConfig, Mlp, MlpConfig, noise};
 
 /// The devices under test: every compiled CPU backend, plus `EMBER_TEST_DEVICES`
 /// (comma-separated specs, e.g. `tch:cuda:0`).

@@ -7,8 +7,8 @@
 #[path = "../examples/custom_redq.rs"]
 mod redq;
 
-use ember::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
-use ember::env::{SyncVecEnv, VecEnv};
+use emberlab::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
+use emberlab::env::{SyncVecEnv, VecEnv};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn first_at_goal(report: &TrainReport) -> Option<u64> {
 }
 
 fn sac() -> TrainReport {
-    let device = ember::backend::DeviceSpec::Flex.device().unwrap();
+    let device = emberlab::backend::DeviceSpec::Flex.device().unwrap();
     let mut env = SyncVecEnv::from_id("Pendulum-v1", 1).unwrap();
     let (config, trainer) = SacConfig::zoo("Pendulum-v1").unwrap();
     let mut sac = SacConfig {
@@ -54,7 +54,7 @@ fn sac() -> TrainReport {
         ..trainer
     };
     let mut replay = trainer.build_replay(&env).unwrap();
-    let eval = ember::env::factory("Pendulum-v1").unwrap();
+    let eval = emberlab::env::factory("Pendulum-v1").unwrap();
     train_off_policy(&mut sac, &mut env, &mut replay, eval.as_ref(), &trainer).unwrap()
 }
 
@@ -133,7 +133,7 @@ fn redq_killed_at_random_instants_resumes_exactly() {
     let expected = outcome(&report, &weights);
 
     let killed = base.join("killed");
-    let mut rng = ember::core::EmberRng::seed_from(5);
+    let mut rng = emberlab::core::EmberRng::seed_from(5);
     let mut kills = 0;
     loop {
         let mut child = Command::new(std::env::current_exe().unwrap())
@@ -175,7 +175,7 @@ fn redq_killed_at_random_instants_resumes_exactly() {
 /// every bad one (no run starts).
 #[test]
 fn redq_flags_set_shapes_and_name_bad_ones() {
-    use ember::algo::UpdateSchedule;
+    use emberlab::algo::UpdateSchedule;
     let parse = |flags: &[&str]| {
         let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         redq::parse_flags(&flags)

@@ -1,8 +1,8 @@
 //! Shared by the criterion benches: the devices to measure, backend names in benchmark ids
 //! and random host inputs.
 
-use ember_backend::DeviceSpec;
-use ember_core::EmberRng;
+use emberlab_backend::DeviceSpec;
+use emberlab_core::EmberRng;
 
 /// The backend's name in benchmark ids (`flex`, `ndarray`, `tch`, …).
 #[allow(dead_code)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Baseline for ember-env's `env_steps` bench: Gymnasium's vectorised CartPole steps/s.
+"""Baseline for emberlab-env's `env_steps` bench: Gymnasium's vectorised CartPole steps/s.
 
     .venv/bin/pip install gymnasium==1.4.0 numpy
     .venv/bin/python benches/reference/gym_cartpole.py [--envs 64] [--seconds 5]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference for ember-env's `env_steps/pendulum_tensor_4096_flex`: Gymnasium's Pendulum steps/s.
+"""Reference for emberlab-env's `env_steps/pendulum_tensor_4096_flex`: Gymnasium's Pendulum steps/s.
 
     .venv/bin/pip install gymnasium==1.4.0 numpy
     .venv/bin/python benches/reference/gym_pendulum.py [--envs 64] [--seconds 5]

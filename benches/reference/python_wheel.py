@@ -1,4 +1,4 @@
-"""The `ember-rl` wheel against the Python stacks, in one process per part (docs/benchmarks.md,
+"""The `emberlab` wheel against the Python stacks, in one process per part (docs/benchmarks.md,
 "From Python"). Install: benches/reference/setup.sh, then scripts/check-python.sh (builds and
 installs the wheel into .venv-torch).
 
@@ -35,7 +35,7 @@ def shifted_probs(returns):
 
 
 def replay():
-    import ember
+    import emberlab
 
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(N, 3)).astype(np.float32)
@@ -45,7 +45,7 @@ def replay():
     returns = rng.uniform(-100.0, 100.0, N)
     print(f"# {N} transitions (obs 3, action 1); draws of {K}")
 
-    rw = ember.ReplayBuffer(N, 3, 1, sampler="return_weighted")
+    rw = emberlab.ReplayBuffer(N, 3, 1, sampler="return_weighted")
     rw.add(obs, act, rew, obs, done)
     rw.set_scores(np.arange(N), returns)
     ours = timed("ember return_weighted sample(256) (batch gathered)", lambda: rw.sample(K), 2000)
@@ -66,7 +66,7 @@ def replay():
     pc.add(obs=obs, act=act, rew=rew, next_obs=obs, done=done.astype(np.float32))
     pri = rng.uniform(0.1, 10.0, N)
     pc.update_priorities(np.arange(N), pri)
-    pe = ember.ReplayBuffer(N, 3, 1, sampler="prioritized", alpha=0.6, beta=0.4)
+    pe = emberlab.ReplayBuffer(N, 3, 1, sampler="prioritized", alpha=0.6, beta=0.4)
     pe.add(obs, act, rew, obs, done)
     pe.update_priorities(np.arange(N), pri)
     a = timed("ember prioritized sample(256)", lambda: pe.sample(K), 2000)
@@ -78,7 +78,7 @@ def replay():
         chunks = [(obs[i:i + batch], act[i:i + batch], rew[i:i + batch], done[i:i + batch]) for i in range(0, m, batch)]
 
         def fill_ember():
-            e = ember.ReplayBuffer(N, 3, 1)
+            e = emberlab.ReplayBuffer(N, 3, 1)
             for o, a_, r_, d in chunks:
                 e.add(o, a_, r_, o, d)
 
@@ -112,14 +112,14 @@ def vec_actions(env_id, n):
 def envs():
     import gymnasium as gym
 
-    import ember
+    import emberlab
 
     for env_id in ("CartPole-v1", "Pendulum-v1"):
         for n in (1, 16):
             acts = vec_actions(env_id, n)
             steps = 20000 // n if n > 1 else 20000
             for w in (1, 2) if n > 1 else (1,):
-                step_rate(f"ember make_vec({env_id}, {n}, workers={w})", ember.make_vec(env_id, n, workers=w), n, acts, steps)
+                step_rate(f"ember make_vec({env_id}, {n}, workers={w})", emberlab.make_vec(env_id, n, workers=w), n, acts, steps)
             sync = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(n)])
             step_rate(f"gymnasium SyncVectorEnv({env_id}, {n})", sync, n, acts, steps // 4)
 
@@ -141,7 +141,7 @@ def sb3(steps=1500):
     import torch
     from stable_baselines3 import SAC
 
-    from ember.sb3 import ReturnWeightedReplayBuffer
+    from emberlab.sb3 import ReturnWeightedReplayBuffer
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -180,19 +180,19 @@ def sb3(steps=1500):
 
 
 def policy(run):
-    """A run's greedy actions from Python: ``ember.load_policy`` against onnxruntime on the
+    """A run's greedy actions from Python: ``emberlab.load_policy`` against onnxruntime on the
     model ``ember export RUN --onnx`` wrote (``RUN/policy.onnx``), one observation and 256."""
     import onnxruntime as ort
 
-    import ember
+    import emberlab
 
-    pol = ember.load_policy(run)
+    pol = emberlab.load_policy(run)
     session = ort.InferenceSession(f"{run}/policy.onnx", providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     for rows in [1, 256]:
         obs = rng.uniform(-1, 1, size=(rows, pol.obs_dim)).astype(np.float32)
         one = obs[0] if rows == 1 else obs
-        timed(f"ember.load_policy act, {rows} obs", lambda: pol.act(one), 2000, "ms per call")
+        timed(f"emberlab.load_policy act, {rows} obs", lambda: pol.act(one), 2000, "ms per call")
         timed(f"onnxruntime run, {rows} obs", lambda: session.run(["action"], {"obs": obs}), 2000, "ms per call")
 
 

@@ -2,14 +2,14 @@
 //! library on a registered environment with its rl-baselines3-zoo preset (REINFORCE, which
 //! zoo lacks, with fixed settings), on one device.
 
-use ember::algo::{
+use emberlab::algo::{
     A2cConfig, Devices, DqnConfig, OffPolicyConfig, OffPolicyLearner, OnPolicyConfig, PpoConfig,
     ReinforceConfig, ReplayKind, SacConfig, Td3Config, TrainReport, train_off_policy,
     train_on_policy,
 };
-use ember::core::{EmberRng, Error, Result, Space, Transition};
-use ember::env::{SyncVecEnv, VecEnv};
-use ember::replay::{AnySampler, ReplayBuffer};
+use emberlab::core::{EmberRng, Error, Result, Space, Transition};
+use emberlab::env::{SyncVecEnv, VecEnv};
+use emberlab::replay::{AnySampler, ReplayBuffer};
 
 /// How to deviate from the preset.
 #[derive(Clone, Debug, Default)]
@@ -105,7 +105,7 @@ pub fn run(
                 &devices,
             )?;
             let trainer = on_policy_settings(trainer, options);
-            let eval = ember::env::factory(env_id)?;
+            let eval = emberlab::env::factory(env_id)?;
             train_on_policy(&mut ppo, &mut env, eval.as_ref(), &trainer)
         }
         "a2c" => {
@@ -121,7 +121,7 @@ pub fn run(
                 &devices,
             )?;
             let trainer = on_policy_settings(trainer, options);
-            let eval = ember::env::factory(env_id)?;
+            let eval = emberlab::env::factory(env_id)?;
             train_on_policy(&mut a2c, &mut env, eval.as_ref(), &trainer)
         }
         "reinforce" => {
@@ -141,7 +141,7 @@ pub fn run(
                 &devices,
             )?;
             let trainer = on_policy_settings(trainer, options);
-            let eval = ember::env::factory(env_id)?;
+            let eval = emberlab::env::factory(env_id)?;
             train_on_policy(&mut learner, &mut env, eval.as_ref(), &trainer)
         }
         other => Err(Error::invalid(
@@ -185,7 +185,7 @@ fn off_policy<L: OffPolicyLearner>(
         options.prefill,
         trainer.seed,
     )?;
-    let eval = ember::env::factory(env_id)?;
+    let eval = emberlab::env::factory(env_id)?;
     train_off_policy(&mut learner, env, &mut replay, eval.as_ref(), &trainer)
 }
 

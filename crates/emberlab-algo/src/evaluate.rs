@@ -1,0 +1,116 @@
+//! Evaluation: deterministic episodes on a fresh environment.
+
+use crate::agent::{ActionBuf, Agent};
+use emberlab_core::{Env, Error, Result};
+use emberlab_env::EnvFactory;
+
+/// Returns of evaluation episodes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalResult {
+    /// One undiscounted return per episode.
+    pub returns: Vec<f64>,
+    /// One length per episode.
+    pub lengths: Vec<usize>,
+}
+
+impl EvalResult {
+    /// Mean return.
+    pub fn mean_return(&self) -> f64 {
+        self.returns.iter().sum::<f64>() / self.returns.len().max(1) as f64
+    }
+
+    /// Population standard deviation of the returns (0 for one episode).
+    pub fn std_return(&self) -> f64 {
+        let m = self.mean_return();
+        let n = self.returns.len().max(1) as f64;
+        (self.returns.iter().map(|r| (r - m) * (r - m)).sum::<f64>() / n).sqrt()
+    }
+}
+
+/// Runs `episodes` deterministic episodes on a fresh environment from `env` (a factory:
+/// `emberlab_env::factory("Pendulum-v1")?`, or a closure making the user's own environment);
+/// episode `i` is reset with seed `seed + i`. The environment must end its episodes
+/// (a time limit) for this to return.
+///
+/// # Errors
+/// Zero episodes, an observation width other than the agent's, or an error of the
+/// environment or the agent.
+pub fn evaluate(
+    agent: &mut dyn Agent,
+    env: &dyn EnvFactory,
+    episodes: usize,
+    seed: u64,
+) -> Result<EvalResult> {
+    if episodes == 0 {
+        return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
+    }
+    evaluate_env(agent, env.make()?.as_mut(), episodes, seed)
+}
+
+/// [`evaluate`] on an environment the caller made. The agent acts with denormals flushed,
+/// and a panic inside its `act` is returned as an error.
+///
+/// # Errors
+/// As [`evaluate`].
+pub fn evaluate_env(
+    agent: &mut dyn Agent,
+    env: &mut dyn Env,
+    episodes: usize,
+    seed: u64,
+) -> Result<EvalResult> {
+    let mut actions = ActionBuf::for_space(env.action_space());
+    let act_dim = env.action_space().flat_dim();
+    let mut obs = vec![0.0; env.observation_space().flat_dim()];
+    Error::check_len("agent observation width", obs.len(), agent.obs_dim())?;
+    let mut result = EvalResult {
+        returns: Vec::with_capacity(episodes),
+        lengths: Vec::with_capacity(episodes),
+    };
+    for i in 0..episodes {
+        env.reset_into(Some(seed + i as u64), &mut obs)?;
+        let (mut ret, mut len) = (0.0, 0usize);
+        loop {
+            crate::guard::run_learner(
+                || "the agent's act during evaluation".into(),
+                || agent.act(&obs, false, &mut actions),
+            )?;
+            let action = actions.as_vec_actions().get(0, act_dim);
+            let info = env.step_into(action, &mut obs)?;
+            ret += info.reward;
+            len += 1;
+            if info.terminated || info.truncated {
+                break;
+            }
+        }
+        result.returns.push(ret);
+        result.lengths.push(len);
+    }
+    Ok(result)
+}
+
+/// Checks, before a training run, that environments from `eval` have the training
+/// environment's spaces (so that a wrong factory fails at once, not after the budget).
+///
+/// # Errors
+/// The factory's own error, or [`Error::InvalidArgument`] naming the space that differs.
+pub(crate) fn check_eval_env(train: &dyn emberlab_env::VecEnv, eval: &dyn EnvFactory) -> Result<()> {
+    let env = eval.make()?;
+    if env.observation_space() != train.single_observation_space() {
+        return Err(Error::invalid(
+            "evaluation environment observation space",
+            env.observation_space(),
+            format!(
+                "the training environment's {}",
+                train.single_observation_space()
+            ),
+        ));
+    }
+    if env.action_space() != train.single_action_space() {
+        return Err(Error::invalid(
+            "evaluation environment action space",
+            env.action_space(),
+            format!("the training environment's {}", train.single_action_space()),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,575 @@
+//! The policy-gradient learner behind A2C, REINFORCE and PPO: a categorical or Gaussian
+//! policy with an optional value head (an [`ActorCriticNet`]: separate networks or a shared
+//! trunk), trained on the on-policy trainer's advantages with an entropy bonus, either with
+//! one plain policy-gradient step per rollout (A2C, REINFORCE) or with PPO's clipped
+//! surrogate over minibatch epochs. They are configs of it ([`crate::A2cConfig`],
+//! [`crate::ReinforceConfig`], [`crate::PpoConfig`]).
+
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::Checkpoint;
+use crate::devices::Devices;
+use crate::learner::{
+    ActingRecord, AdvantageMode, Metrics, OnPolicyLearner, Progress, RolloutBatch,
+    check_discrete_actions,
+};
+use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::persist::{Persist, Visitor};
+use crate::sde::SdeSchedule;
+use crate::tensors::{column, host, matrix};
+use crate::training_state::TrainingState;
+use burn::module::Module;
+use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::tensor::Device;
+use emberlab_core::{BoxSpace, EmberRng, Error, Result, Space};
+use emberlab_loss::{
+    checked_loss, clipped_values, entropy_loss, mse, policy_gradient_loss, ppo_clip_loss,
+};
+use emberlab_nn::{Activation, ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyHead};
+
+/// PPO's part of the settings (absent for A2C and REINFORCE).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PpoSettings {
+    pub n_epochs: usize,
+    pub batch_size: usize,
+    pub clip_range: f64,
+    pub clip_range_linear: bool,
+    pub clip_range_vf: Option<f64>,
+    pub target_kl: Option<f64>,
+}
+
+/// Everything that distinguishes A2C, REINFORCE and PPO, as the learner needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PgSettings {
+    pub name: &'static str,
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    pub shared_trunk: bool,
+    pub value: bool,
+    pub orthogonal_init: bool,
+    /// Initial `log σ` of a Gaussian policy (continuous actions).
+    pub log_std_init: f64,
+    /// A tanh-squashed Gaussian (actions inside the box) instead of a plain one (clipped).
+    pub squash: bool,
+    /// gSDE exploration for continuous actions, and how often (exploring acts) to draw new
+    /// exploration weights (0: once per rollout).
+    pub use_sde: bool,
+    pub sde_sample_freq: u64,
+    pub learning_rate: f64,
+    /// Decay the learning rate linearly to 0 over the planned env steps (zoo's `lin_…`).
+    pub learning_rate_linear: bool,
+    pub optimizer: OptimizerKind,
+    pub max_grad_norm: f64,
+    pub ent_coef: f64,
+    pub vf_coef: f64,
+    pub normalize_advantage: bool,
+    pub mode: AdvantageMode,
+    pub sync_every: u64,
+    pub seed: u64,
+    pub ppo: Option<PpoSettings>,
+}
+
+/// An on-policy actor-critic learner (A2C, REINFORCE, PPO) for discrete and continuous
+/// action spaces.
+pub struct PolicyGradient {
+    settings: PgSettings,
+    obs_dim: usize,
+    learn: Device,
+    plain: Device,
+    head: PolicyHead,
+    /// The action box of a continuous space: Gaussian samples are clipped into it before
+    /// they reach the environment.
+    action_box: Option<BoxSpace>,
+    net: ActorCriticNet,
+    optim: ModuleOptimizer,
+    rng: EmberRng,
+    acting: ActingCopy<ActorCriticNet>,
+    host: HostActions,
+    /// gSDE: the exploration weights acting uses now and when to draw new ones.
+    sde: SdeSchedule,
+    /// Share of the planned env steps still to come (1 → 0), for linear schedules.
+    remaining: f64,
+    progress: Progress,
+}
+
+impl std::fmt::Debug for PolicyGradient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyGradient")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyGradient {
+    pub(crate) fn new(
+        settings: PgSettings,
+        obs_space: &Space,
+        action_space: &Space,
+        devices: &Devices,
+    ) -> Result<PolicyGradient> {
+        let log_std_init = settings.log_std_init as f32;
+        if settings.use_sde && settings.squash {
+            return Err(Error::invalid(
+                format!("{} use_sde with squash_output", settings.name),
+                "both",
+                "one of them (gSDE here drives a plain Gaussian)",
+            ));
+        }
+        let (head, action_box) = match action_space {
+            Space::Discrete(d) => (PolicyHead::Categorical { actions: d.n() }, None),
+            Space::Box(b) if settings.use_sde => (
+                PolicyHead::GaussianSde {
+                    act_dim: b.dim(),
+                    log_std_init,
+                },
+                Some(b.clone()),
+            ),
+            Space::Box(b) if settings.squash => (
+                PolicyHead::TanhGaussian {
+                    low: b.low().to_vec(),
+                    high: b.high().to_vec(),
+                    log_std_init,
+                },
+                Some(b.clone()),
+            ),
+            Space::Box(b) => (
+                PolicyHead::Gaussian {
+                    act_dim: b.dim(),
+                    log_std_init,
+                },
+                Some(b.clone()),
+            ),
+        };
+        let obs_dim = obs_space.flat_dim();
+        let (plain, learn, _seeded) =
+            crate::tensors::learner_devices(&devices.learn, settings.seed);
+        let net = ActorCriticNetConfig {
+            obs_dim,
+            head: head.clone(),
+            hidden: settings.hidden.clone(),
+            activation: settings.activation,
+            shared_trunk: settings.shared_trunk,
+            value: settings.value,
+            orthogonal_init: settings.orthogonal_init,
+        }
+        .init(&learn)?;
+        Ok(PolicyGradient {
+            obs_dim,
+            head,
+            action_box,
+            acting: ActingCopy::new(&net, &devices.act, settings.sync_every),
+            net,
+            optim: settings.optimizer.build(settings.max_grad_norm, &learn),
+            rng: EmberRng::seed_from(settings.seed).fork(4),
+            host: HostActions::default(),
+            sde: SdeSchedule::new(settings.sde_sample_freq),
+            remaining: 1.0,
+            progress: Progress::default(),
+            learn,
+            plain,
+            settings,
+        })
+    }
+
+    /// The network being trained.
+    pub fn net(&self) -> &ActorCriticNet {
+        &self.net
+    }
+
+    /// Acts through the acting copy: fills `self.host` (actions as stored, log-probs,
+    /// values) and `out` (what the environment gets: indices, or values clipped to the box).
+    fn act_into(&mut self, obs: &[f32], sample: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+        let net = self.acting.module();
+        if let PolicyHead::GaussianSde { .. } = self.head {
+            if sample {
+                let rng = &mut self.rng;
+                let weights = self.sde.weights(|| net.sde_weights(rng));
+                net.act_host_sde(x, weights, &mut self.host);
+            } else {
+                net.act_host_sde(x, &[], &mut self.host);
+            }
+        } else {
+            net.act_host(x, sample, &mut self.rng, &mut self.host);
+        }
+        match &self.action_box {
+            None => {
+                let out = out.discrete_mut(self.settings.name)?;
+                out.clear();
+                out.extend(self.host.actions.iter().map(|&a| a as usize));
+            }
+            Some(b) => {
+                let out = out.continuous_mut(self.settings.name)?;
+                out.clear();
+                out.extend_from_slice(&self.host.actions);
+                for row in out.chunks_exact_mut(b.dim()) {
+                    b.clip(row);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The learning rate and PPO clip range now (after linear decay where configured).
+    fn scheduled(&self, base: f64, linear: bool) -> f64 {
+        if linear { base * self.remaining } else { base }
+    }
+
+    fn check_batch(&self, batch: &RolloutBatch) -> Result<()> {
+        batch.check(self.obs_dim, self.head.action_width())?;
+        if let PolicyHead::Categorical { actions } = self.head {
+            check_discrete_actions("rollout.actions", &batch.actions, actions)?;
+        }
+        Ok(())
+    }
+
+    /// One policy-gradient step on the whole rollout (A2C, REINFORCE).
+    fn plain_update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        let s = &self.settings;
+        let n = batch.len;
+        let mut adv = batch.advantages.clone();
+        if s.normalize_advantage {
+            normalize(&mut adv);
+        }
+        let w = self.head.action_width();
+        let eval = self.net.evaluate(
+            matrix(&batch.obs, n, self.obs_dim, &self.learn),
+            matrix(&batch.actions, n, w, &self.learn),
+        );
+        let entropy_value = eval.entropy.clone().mean().into_scalar::<f64>();
+        let policy_loss = policy_gradient_loss(eval.log_prob, column(&adv, &self.learn));
+        let mut m = Metrics::default();
+        m.push(
+            "policy_loss",
+            checked_loss("policy loss", &policy_loss, step)?,
+        );
+        let mut total = policy_loss + entropy_loss(eval.entropy).mul_scalar(s.ent_coef);
+        if let Some(v) = eval.values {
+            let value_loss = mse(v, column(&batch.returns, &self.learn));
+            m.push("value_loss", checked_loss("value loss", &value_loss, step)?);
+            total = total + value_loss.mul_scalar(s.vf_coef);
+        }
+        checked_loss(&format!("{} loss", s.name), &total, step)?;
+        m.push("entropy", entropy_value);
+        let grads = GradientsParams::from_grads(total.backward(), &self.net);
+        crate::faults::site("policy_gradient.step");
+        let lr = self.scheduled(s.learning_rate, s.learning_rate_linear);
+        step_in_place(&mut self.optim, lr, &mut self.net, grads);
+        Ok(m)
+    }
+
+    /// PPO: `n_epochs` passes over the rollout in shuffled minibatches, each one step on
+    /// the clipped surrogate, the (optionally clipped) value loss and the entropy bonus;
+    /// stops early when the approximate KL divergence exceeds 1.5 × `target_kl`. Works on
+    /// the learner's fields; the caller restores them if this fails.
+    fn ppo_update(
+        &self,
+        work: &mut Work,
+        batch: &RolloutBatch,
+        step: u64,
+        ppo: &PpoSettings,
+    ) -> Result<Metrics> {
+        let Work { net, optim, rng } = work;
+        let n = batch.len;
+        if batch.log_probs.len() != n {
+            return Err(Error::invalid(
+                "rollout.log_probs",
+                format!("{} values for {n} rows", batch.log_probs.len()),
+                "the behaviour policy's log-probability of every row (PPO needs them)",
+            ));
+        }
+        if ppo.clip_range_vf.is_some() && batch.values.len() != n {
+            return Err(Error::invalid(
+                "rollout.values",
+                format!("{} values for {n} rows", batch.values.len()),
+                "the acting value of every row (clip_range_vf needs them)",
+            ));
+        }
+        let s = self.settings.clone();
+        let lr = self.scheduled(s.learning_rate, s.learning_rate_linear);
+        let clip = self.scheduled(ppo.clip_range, ppo.clip_range_linear);
+        let (obs_dim, w) = (self.obs_dim, self.head.action_width());
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut mb = Minibatch::default();
+        let mut sums = [0.0f64; 5];
+        let mut count = 0usize;
+        let mut epochs = 0usize;
+        'epochs: for _ in 0..ppo.n_epochs {
+            shuffle(&mut order, rng);
+            for rows in order.chunks(ppo.batch_size) {
+                mb.gather(batch, rows, obs_dim, w);
+                if s.normalize_advantage {
+                    normalize(&mut mb.advantages);
+                }
+                let k = rows.len();
+                let eval = net.evaluate(
+                    matrix(&mb.obs, k, obs_dim, &self.learn),
+                    matrix(&mb.actions, k, w, &self.learn),
+                );
+                let (policy_loss, ratio) = ppo_clip_loss(
+                    eval.log_prob,
+                    column(&mb.log_probs, &self.learn),
+                    column(&mb.advantages, &self.learn),
+                    clip,
+                );
+                let ratios = host(ratio);
+                let approx_kl = ratios
+                    .iter()
+                    .map(|&r| (r as f64 - 1.0) - (r as f64).ln())
+                    .sum::<f64>()
+                    / k as f64;
+                if let Some(target) = ppo.target_kl
+                    && approx_kl > 1.5 * target
+                {
+                    break 'epochs;
+                }
+                let clipped = ratios
+                    .iter()
+                    .filter(|&&r| (r as f64 - 1.0).abs() > clip)
+                    .count() as f64
+                    / k as f64;
+                let entropy = eval.entropy.clone().mean().into_scalar::<f64>();
+                let mut total =
+                    policy_loss.clone() + entropy_loss(eval.entropy).mul_scalar(s.ent_coef);
+                let mut value_loss_value = 0.0;
+                if let Some(v) = eval.values {
+                    let v = match ppo.clip_range_vf {
+                        Some(c) => clipped_values(v, column(&mb.values, &self.learn), c),
+                        None => v,
+                    };
+                    let value_loss = mse(v, column(&mb.returns, &self.learn));
+                    value_loss_value = checked_loss("value loss", &value_loss, step)?;
+                    total = total + value_loss.mul_scalar(s.vf_coef);
+                }
+                let policy_loss = checked_loss("policy loss", &policy_loss, step)?;
+                checked_loss("PPO loss", &total, step)?;
+                let grads = GradientsParams::from_grads(total.backward(), &*net);
+                step_in_place(optim, lr, net, grads);
+                crate::faults::site("ppo.after_minibatch_step");
+                for (sum, v) in sums.iter_mut().zip([
+                    policy_loss,
+                    value_loss_value,
+                    entropy,
+                    approx_kl,
+                    clipped,
+                ]) {
+                    *sum += v;
+                }
+                count += 1;
+            }
+            epochs += 1;
+        }
+        let mut m = Metrics::default();
+        let names = [
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "clip_fraction",
+        ];
+        for (name, sum) in names.into_iter().zip(sums) {
+            m.push(name, if count > 0 { sum / count as f64 } else { 0.0 });
+        }
+        m.push("epochs", epochs as f64);
+        m.push("learning_rate", lr);
+        Ok(m)
+    }
+}
+
+/// What a PPO update changes: copies of the network, optimizer and generator (handles,
+/// no weight copies), committed by the caller only when every minibatch succeeded.
+struct Work {
+    net: ActorCriticNet,
+    optim: ModuleOptimizer,
+    rng: EmberRng,
+}
+
+/// The rows of one PPO minibatch, gathered on the host.
+#[derive(Debug, Default)]
+struct Minibatch {
+    obs: Vec<f32>,
+    actions: Vec<f32>,
+    advantages: Vec<f32>,
+    returns: Vec<f32>,
+    log_probs: Vec<f32>,
+    values: Vec<f32>,
+}
+
+impl Minibatch {
+    fn gather(&mut self, batch: &RolloutBatch, rows: &[usize], obs_dim: usize, w: usize) {
+        self.obs.clear();
+        self.actions.clear();
+        self.advantages.clear();
+        self.returns.clear();
+        self.log_probs.clear();
+        self.values.clear();
+        for &i in rows {
+            self.obs
+                .extend_from_slice(&batch.obs[i * obs_dim..(i + 1) * obs_dim]);
+            self.actions
+                .extend_from_slice(&batch.actions[i * w..(i + 1) * w]);
+            self.advantages.push(batch.advantages[i]);
+            self.returns.push(batch.returns[i]);
+            self.log_probs.push(batch.log_probs[i]);
+            if !batch.values.is_empty() {
+                self.values.push(batch.values[i]);
+            }
+        }
+    }
+}
+
+/// Standardises `x` in place (unbiased variance, as PyTorch's `std`); one value is left as is.
+fn normalize(x: &mut [f32]) {
+    let n = x.len();
+    if n < 2 {
+        return;
+    }
+    let mean = x.iter().sum::<f32>() / n as f32;
+    let var = x.iter().map(|a| (a - mean) * (a - mean)).sum::<f32>() / (n - 1) as f32;
+    let scale = 1.0 / (var.sqrt() + 1e-8);
+    x.iter_mut().for_each(|a| *a = (*a - mean) * scale);
+}
+
+/// Fisher–Yates shuffle from `rng`.
+fn shuffle(order: &mut [usize], rng: &mut EmberRng) {
+    for i in (1..order.len()).rev() {
+        let j = (rng.next_f64() * (i + 1) as f64) as usize;
+        order.swap(i, j.min(i));
+    }
+}
+
+impl crate::agent::OnnxPolicy for PolicyGradient {
+    /// The most likely action of a categorical head; the mean of a Gaussian or gSDE head
+    /// clipped to the action box; `scale · tanh(μ) + bias` of a tanh head. Observation
+    /// statistics, when the run normalised observations, are the caller's to put first.
+    fn onnx_outputs(
+        &self,
+        g: &mut emberlab_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let net = self.acting.module();
+        let greedy = net.greedy_onnx(g, obs)?;
+        let (value, width) = match &self.action_box {
+            None => (greedy, None),
+            Some(b) => (g.clamp_columns(&greedy, b.low(), b.high())?, Some(b.dim())),
+        };
+        Ok(vec![crate::agent::OnnxOutput {
+            value,
+            name: "action",
+            width,
+        }])
+    }
+}
+
+impl Agent for PolicyGradient {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        self.act_into(obs, explore, out)
+    }
+}
+
+impl OnPolicyLearner for PolicyGradient {
+    fn act_rollout(
+        &mut self,
+        obs: &[f32],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        self.act_into(obs, true, out)?;
+        record.clear();
+        if self.action_box.is_some() {
+            record.stored_actions.extend_from_slice(&self.host.actions);
+        }
+        record.log_probs.extend_from_slice(&self.host.log_probs);
+        record.values.extend_from_slice(&self.host.values);
+        Ok(())
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.remaining = 1.0 - (env_steps as f64 / total_steps.max(1) as f64).min(1.0);
+    }
+
+    fn advantage_mode(&self) -> AdvantageMode {
+        self.settings.mode
+    }
+
+    fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, &self.plain)?;
+        Ok(self.net.valid().values(x).map(host))
+    }
+
+    fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        self.check_batch(batch)?;
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let metrics = match self.settings.ppo.clone() {
+            None => self.plain_update(batch, step)?,
+            Some(ppo) => {
+                let mut work = Work {
+                    net: self.net.clone(),
+                    optim: self.optim.clone(),
+                    rng: self.rng.clone(),
+                };
+                let m = self.ppo_update(&mut work, batch, step, &ppo)?;
+                (self.net, self.optim, self.rng) = (work.net, work.optim, work.rng);
+                m
+            }
+        };
+        self.acting.after_update(&self.net);
+        self.sde.updated();
+        Ok(metrics)
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+impl Persist for PolicyGradient {
+    fn kind(&self) -> &str {
+        self.settings.name
+    }
+
+    /// The actor-critic network and its optimizer; the generator, the counters, the
+    /// acting copy and the gSDE schedule.
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor_critic", &mut self.net)?;
+        v.optim("optim", &mut self.optim)?;
+        v.value(&mut self.rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.net)?;
+        v.value(&mut self.sde)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_are_permutations_and_normalising_standardises() {
+        let mut order: Vec<usize> = (0..100).collect();
+        shuffle(&mut order, &mut EmberRng::seed_from(3));
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_ne!(order, sorted);
+        let mut x = vec![1.0, 2.0, 3.0, 4.0];
+        normalize(&mut x);
+        let mean: f32 = x.iter().sum::<f32>() / 4.0;
+        let var: f32 = x.iter().map(|a| a * a).sum::<f32>() / 3.0;
+        assert!(mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-5, "{x:?}");
+    }
+}

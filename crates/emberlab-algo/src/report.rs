@@ -1,0 +1,304 @@
+//! What a training run reports.
+
+use crate::learner::{Metrics, Progress};
+use emberlab_core::state::{StateReader, StateWriter};
+use emberlab_core::{Error, Result};
+use emberlab_env::EnvFactory;
+
+/// One evaluation during training.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalPoint {
+    /// Env steps collected when the evaluation ran.
+    pub env_steps: u64,
+    /// Mean return of the deterministic evaluation episodes.
+    pub mean_return: f64,
+    /// Standard deviation of their returns.
+    pub std_return: f64,
+    /// Number of episodes.
+    pub episodes: usize,
+}
+
+/// The outcome of one training call (counts are of this call; the learner's totals over
+/// every call are in `progress`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainReport {
+    /// Env steps collected (all sub-environments).
+    pub env_steps: u64,
+    /// Gradient updates made.
+    pub updates: u64,
+    /// Training episodes completed.
+    pub episodes: u64,
+    /// Mean return of the last (up to) 20 training episodes.
+    pub recent_train_return: f64,
+    /// Evaluations, in order (the last one runs at the end of training).
+    pub evals: Vec<EvalPoint>,
+    /// Metrics of the last update.
+    pub last_metrics: Metrics,
+    /// Rounds of updates skipped because the sampler could not yet draw a batch (fewer
+    /// transitions stored than a batch without replacement takes; prioritized replay
+    /// whose priorities are all zero).
+    pub sample_waits: u64,
+    /// The learner's counters after this call, over every call.
+    pub progress: Progress,
+    /// Wall-clock seconds.
+    pub wall_secs: f64,
+}
+
+impl TrainReport {
+    /// Appends the counters, evaluations and last metrics (not `progress` or `wall_secs`,
+    /// which the trainer restores from elsewhere).
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        out.u64(self.env_steps)
+            .u64(self.updates)
+            .u64(self.episodes)
+            .f64(self.recent_train_return)
+            .u64(self.sample_waits)
+            .usize(self.evals.len());
+        for e in &self.evals {
+            out.u64(e.env_steps)
+                .f64(e.mean_return)
+                .f64(e.std_return)
+                .usize(e.episodes);
+        }
+        out.usize(self.last_metrics.0.len());
+        for &(name, value) in &self.last_metrics.0 {
+            out.str(name).f64(value);
+        }
+    }
+
+    /// Restores what [`TrainReport::save_state`] wrote.
+    pub(crate) fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        self.env_steps = src.u64()?;
+        self.updates = src.u64()?;
+        self.episodes = src.u64()?;
+        self.recent_train_return = src.f64()?;
+        self.sample_waits = src.u64()?;
+        let n = src.usize()?;
+        self.evals = (0..n.min(1 << 20))
+            .map(|_| {
+                Ok(EvalPoint {
+                    env_steps: src.u64()?,
+                    mean_return: src.f64()?,
+                    std_return: src.f64()?,
+                    episodes: src.usize()?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let n = src.usize()?;
+        let mut metrics = Metrics::default();
+        for _ in 0..n.min(1 << 10) {
+            let name = metric_name(&src.string()?);
+            metrics.push(name, src.f64()?);
+        }
+        self.last_metrics = metrics;
+        Ok(())
+    }
+
+    /// The mean return of the last evaluation, if any ran.
+    pub fn final_eval(&self) -> Option<f64> {
+        self.evals.last().map(|e| e.mean_return)
+    }
+}
+
+/// A metric name as `&'static str` (what [`Metrics`] holds): names are few and fixed per
+/// learner, so each distinct one read back from a snapshot is interned once for the process.
+fn metric_name(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(&known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// Per-sub-environment episode bookkeeping (returns of running episodes, the last 20
+/// finished ones), shared by the trainers and distributed actors.
+#[derive(Clone, Debug)]
+pub struct EpisodeTracker {
+    running: Vec<f64>,
+    recent: std::collections::VecDeque<f64>,
+    pub(crate) episodes: u64,
+}
+
+impl EpisodeTracker {
+    /// No episodes yet, for `num_envs` sub-environments.
+    pub fn new(num_envs: usize) -> Self {
+        EpisodeTracker {
+            running: vec![0.0; num_envs],
+            recent: Default::default(),
+            episodes: 0,
+        }
+    }
+
+    /// Adds a real (non-reset) step's reward; closes the episode when it ended.
+    pub fn record(&mut self, env: usize, reward: f64, done: bool) {
+        self.running[env] += reward;
+        if done {
+            self.recent.push_back(self.running[env]);
+            if self.recent.len() > 20 {
+                self.recent.pop_front();
+            }
+            self.running[env] = 0.0;
+            self.episodes += 1;
+        }
+    }
+
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        let recent: Vec<f64> = self.recent.iter().copied().collect();
+        out.f64s(&self.running).f64s(&recent).u64(self.episodes);
+    }
+
+    pub(crate) fn load_state(&mut self, src: &mut StateReader<'_>) -> Result<()> {
+        let running = src.f64s(Some(self.running.len()))?;
+        let recent = src.f64s(None)?;
+        self.episodes = src.u64()?;
+        self.running = running;
+        self.recent = recent.into();
+        Ok(())
+    }
+
+    /// Forgets the running episodes (their environments were reset mid-episode).
+    pub fn drop_running(&mut self) {
+        self.running.fill(0.0);
+    }
+
+    /// Episodes finished so far.
+    pub fn episodes(&self) -> u64 {
+        self.episodes
+    }
+
+    /// Mean return of the last (up to) 20 finished episodes; NaN before the first.
+    pub fn recent_mean(&self) -> f64 {
+        if self.recent.is_empty() {
+            return f64::NAN;
+        }
+        self.recent.iter().sum::<f64>() / self.recent.len() as f64
+    }
+}
+
+/// When and how the trainers evaluate: every `every` env steps and once at the end.
+/// A borrowed factory as an owned one.
+pub(crate) struct Borrowed<'a>(pub(crate) &'a dyn EnvFactory);
+
+impl EnvFactory for Borrowed<'_> {
+    fn make(&self) -> Result<Box<dyn emberlab_core::Env>> {
+        self.0.make()
+    }
+}
+
+pub(crate) struct EvalSchedule<'a> {
+    env: Box<dyn EnvFactory + 'a>,
+    episodes: usize,
+    seed: u64,
+    every: u64,
+    next: u64,
+    target: Option<f64>,
+    start: std::time::Instant,
+}
+
+impl<'a> EvalSchedule<'a> {
+    /// Evaluates `episodes` episodes of environments from `env` every `every` env steps (0:
+    /// only at the end); with a `target`, training may stop once an evaluation reaches it.
+    pub(crate) fn new(
+        env: Box<dyn EnvFactory + 'a>,
+        episodes: usize,
+        seed: u64,
+        every: u64,
+        target: Option<f64>,
+    ) -> Self {
+        EvalSchedule {
+            env,
+            episodes,
+            seed,
+            every,
+            next: if every > 0 { every } else { u64::MAX },
+            target,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Appends the next evaluation point and the wall-clock seconds so far.
+    pub(crate) fn save_state(&self, out: &mut StateWriter) {
+        out.u64(self.next).f64(self.start.elapsed().as_secs_f64());
+    }
+
+    /// Puts the schedule where a snapshot says: the next evaluation point, and the clock
+    /// going on from `secs` wall seconds (a value that is no duration counts as 0).
+    pub(crate) fn restore(&mut self, next: u64, secs: f64) {
+        let elapsed = std::time::Duration::try_from_secs_f64(secs).unwrap_or_default();
+        let now = std::time::Instant::now();
+        self.next = next;
+        self.start = now.checked_sub(elapsed).unwrap_or(now);
+    }
+
+    /// Seconds since training started (over resumed runs).
+    pub(crate) fn wall_secs(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Evaluates if `report.env_steps` reached the next evaluation point; returns whether
+    /// training should stop (the evaluation reached the target return).
+    pub(crate) fn maybe(
+        &mut self,
+        agent: &mut dyn crate::agent::Agent,
+        report: &mut TrainReport,
+    ) -> Result<bool> {
+        if report.env_steps < self.next || self.episodes == 0 {
+            return Ok(false);
+        }
+        self.next += self.every;
+        self.run(agent, report)?;
+        let last = report.evals.last().map(|e| e.mean_return);
+        Ok(matches!((self.target, last), (Some(t), Some(r)) if r >= t))
+    }
+
+    /// The final evaluation (unless one just ran) and the report's totals.
+    pub(crate) fn finish(
+        &mut self,
+        agent: &mut dyn crate::agent::Agent,
+        mut report: TrainReport,
+        episodes: &EpisodeTracker,
+    ) -> Result<TrainReport> {
+        if self.episodes > 0 && report.evals.last().map(|e| e.env_steps) != Some(report.env_steps) {
+            self.run(agent, &mut report)?;
+        }
+        report.episodes = episodes.episodes;
+        report.recent_train_return = episodes.recent_mean();
+        report.wall_secs = self.start.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    fn run(&self, agent: &mut dyn crate::agent::Agent, report: &mut TrainReport) -> Result<()> {
+        let seed = self.seed.wrapping_add(1_000_000);
+        let result = crate::evaluate::evaluate(agent, self.env.as_ref(), self.episodes, seed)?;
+        report.evals.push(EvalPoint {
+            env_steps: report.env_steps,
+            mean_return: result.mean_return(),
+            std_return: result.std_return(),
+            episodes: result.returns.len(),
+        });
+        Ok(())
+    }
+}
+
+/// `eval_episodes = 0` turns evaluation off, which a `target_return` needs.
+pub(crate) fn check_eval_settings(episodes: usize, target: Option<f64>) -> Result<()> {
+    if let Some(t) = target {
+        Error::check_finite(|| "target_return".into(), t)?;
+        if episodes == 0 {
+            return Err(Error::invalid(
+                "eval_episodes",
+                0,
+                ">= 1 (target_return stops training at an evaluation)",
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,531 @@
+//! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
+//! [`OffPolicyLearner`] glue around the update of [`super::update`].
+
+use super::balance::NextValuesBalance;
+use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
+use super::{SacConfig, UpdateSchedule};
+use crate::acting::ActingCopy;
+use crate::agent::{ActionBuf, Agent};
+use crate::checkpoint::Checkpoint;
+use crate::config::Validate;
+use crate::devices::Devices;
+use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
+use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::parts::{Parts, part};
+use crate::persist::{Loaded, Persist, Visitor};
+use crate::sde::SdeSchedule;
+use crate::tensors::{column, matrix};
+use crate::training_state::TrainingState;
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+use emberlab_core::{Batch, EmberRng, Error, Result, Space};
+use emberlab_nn::{
+    CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,
+    GaussianTanhPolicyConfig, Temperature, hard_target,
+};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A SAC learner and agent, built by [`SacConfig::build`]. Learns on `devices.learn`
+/// (with autodiff), acts on `devices.act` through an inference copy refreshed every
+/// `sync_every` updates.
+pub struct Sac {
+    config: SacConfig,
+    obs_dim: usize,
+    act_dim: usize,
+    learn: Device,
+    plain: Device,
+    actor: GaussianTanhPolicy,
+    critic: CriticEnsemble,
+    target: CriticEnsemble,
+    temperature: Temperature,
+    actor_optim: ModuleOptimizer,
+    alpha_optim: ModuleOptimizer,
+    /// The critic's optimizer travels to the helper thread with the critic half.
+    critic_optim: Arc<Mutex<ModuleOptimizer>>,
+    alpha: f64,
+    target_entropy: f64,
+    noise_rng: EmberRng,
+    act_rng: EmberRng,
+    acting: ActingCopy<GaussianTanhPolicy>,
+    /// The acting copy frozen for the host fast path (acting on flex or ndarray).
+    frozen: Option<FrozenGaussianTanhPolicy>,
+    /// gSDE: the exploration weights acting uses now and when to draw new ones.
+    sde: SdeSchedule,
+    /// Runs the critic half beside the actor half (the config's schedule).
+    parts: Parts,
+    /// Which thread computes the next values under [`UpdateSchedule::Parallel`].
+    balance: NextValuesBalance,
+    /// The acting copy (module, updates since its refresh) from before the parallel
+    /// schedule refreshed it while the critic half was still stepping; taken when the
+    /// update commits, restored when it fails.
+    acting_undo: Option<(GaussianTanhPolicy, u64)>,
+    progress: Progress,
+}
+
+impl std::fmt::Debug for Sac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sac")
+            .field("config", &self.config)
+            .field("alpha", &self.alpha)
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sac {
+    pub(super) fn new(
+        config: &SacConfig,
+        obs_space: &Space,
+        action_space: &Space,
+        devices: &Devices,
+    ) -> Result<Sac> {
+        config.validate()?;
+        let Space::Box(bounds) = action_space else {
+            return Err(Error::invalid(
+                "SAC action space",
+                action_space,
+                "a Box (continuous) space",
+            ));
+        };
+        let obs_dim = obs_space.flat_dim();
+        let act_dim = bounds.dim();
+        let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        let actor = GaussianTanhPolicyConfig::new(obs_dim, act_dim)
+            .with_hidden(config.hidden.clone())
+            .with_bounds(bounds.low().to_vec(), bounds.high().to_vec())
+            .with_sde(config.use_sde.then_some(config.sde_log_std_init as f32))
+            .init(&learn)?;
+        let critic =
+            CriticEnsembleConfig::new(2, obs_dim + act_dim, config.hidden.clone()).init(&learn)?;
+        let target = hard_target(&critic);
+        let temperature = Temperature::new(config.init_alpha, &learn)?;
+        let adam = || OptimizerKind::Adam.build(0.0, &learn);
+        let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
+        let frozen = frozen_copy(&acting, &devices.act);
+        let mut rng = EmberRng::seed_from(config.seed);
+        Ok(Sac {
+            obs_dim,
+            act_dim,
+            actor,
+            critic,
+            target,
+            temperature,
+            actor_optim: adam(),
+            alpha_optim: adam(),
+            critic_optim: Arc::new(Mutex::new(adam())),
+            alpha: config.init_alpha,
+            target_entropy: config.target_entropy.unwrap_or(-(act_dim as f64)),
+            noise_rng: rng.fork(1),
+            act_rng: rng.fork(2),
+            acting,
+            frozen,
+            sde: SdeSchedule::new(config.sde_sample_freq),
+            parts: config.update_schedule.parts("ember-sac"),
+            balance: NextValuesBalance::default(),
+            acting_undo: None,
+            progress: Progress::default(),
+            learn,
+            plain,
+            config: config.clone(),
+        })
+    }
+
+    /// The current temperature α.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// The actor being trained.
+    pub fn actor(&self) -> &GaussianTanhPolicy {
+        &self.actor
+    }
+
+    /// The critic ensemble being trained.
+    pub fn critic(&self) -> &CriticEnsemble {
+        &self.critic
+    }
+
+    /// The target critics.
+    pub fn target_critic(&self) -> &CriticEnsemble {
+        &self.target
+    }
+
+    /// The config this learner was built with.
+    pub fn config(&self) -> &SacConfig {
+        &self.config
+    }
+
+    /// The update's tensors from a checked batch, with noise drawn from `rng`.
+    fn inputs(&self, batch: &Batch, rng: &mut EmberRng) -> Inputs {
+        let (b, o, a) = (batch.len, self.obs_dim, self.act_dim);
+        // [b, a] per row, or one [features, a] matrix with gSDE.
+        let [rows, cols] = self.actor.noise_shape(b);
+        let mut noise = Vec::with_capacity(2 * rows * cols);
+        emberlab_nn::noise::fill_standard_normal(2 * rows * cols, rng, &mut noise);
+        let (noise_next, noise_pi) = noise.split_at(rows * cols);
+        Inputs {
+            obs: matrix(&batch.obs, b, o, &self.learn),
+            action: matrix(&batch.action, b, a, &self.learn),
+            next_obs: matrix(&batch.next_obs, b, o, &self.plain),
+            reward: column(&batch.reward, &self.plain),
+            terminated: column(&batch.terminated, &self.plain),
+            discount: (!batch.discount.is_empty()).then(|| column(&batch.discount, &self.plain)),
+            weights: (!batch.unweighted()).then(|| column(&batch.weights, &self.learn)),
+            noise_next: matrix(noise_next, rows, cols, &self.plain),
+            noise_pi: matrix(noise_pi, rows, cols, &self.learn),
+        }
+    }
+
+    /// Runs both halves as two parts ([`crate::parts`]) on the configured schedule: the
+    /// critic half, and the actor + temperature half, which first computes the rows of the
+    /// soft target's next values that the balance hands to it. Under the parallel schedule
+    /// the actor half's step also brings the acting copy up to the stepped actor while the
+    /// critic half steps; `update` undoes it if the update fails.
+    fn run_halves(
+        &mut self,
+        mut job: CriticJob,
+        x: &Inputs,
+        step: u64,
+    ) -> Result<(CriticDone, ActorDone)> {
+        let lr = self.config.learning_rate;
+        let frozen = self.critic.clone().no_grad();
+        let batch = x.next_obs.dims()[0];
+        let parallel = self.config.update_schedule == UpdateSchedule::Parallel;
+        let rows = if parallel {
+            self.balance.rows(batch)
+        } else {
+            0
+        };
+        let hand_off = job.hand_off_next_values(rows);
+        let mut actor_job = ActorJob {
+            actor: &self.actor,
+            temperature: Some(&self.temperature).filter(|_| self.config.auto_alpha),
+            frozen_critic: &frozen,
+            x,
+            alpha: self.alpha,
+            target_entropy: self.target_entropy,
+            step,
+        };
+        let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
+        let (acting, frozen_acting) = (&mut self.acting, &mut self.frozen);
+        let acting_undo = &mut self.acting_undo;
+        let (mut critic_done, mut actor_done, mut handed_in) = (None, None, Duration::ZERO);
+        let (critic_out, actor_out, handed) = (&mut critic_done, &mut actor_done, &mut handed_in);
+        let critic_half = part(move || {
+            let (loss, grads, td) = job.grads();
+            let loss = loss?;
+            Ok(move || *critic_out = Some(job.finish(loss, grads, td)))
+        });
+        let actor_half = part(move || {
+            let started = Instant::now();
+            if let Some(hand_off) = hand_off {
+                // The critic half starts with its forward pass and needs these after.
+                hand_off.run(x);
+            }
+            *handed = started.elapsed();
+            let (actor_loss, alpha_loss, actor_grads, t_grads) = actor_job.losses_and_grads();
+            let (actor_loss, alpha_loss) = (actor_loss?, alpha_loss.transpose()?);
+            let (actor, temperature) = (actor_job.actor, actor_job.temperature);
+            Ok(move || {
+                let mut actor = actor.clone();
+                crate::faults::site("sac.actor_step");
+                step_in_place(actor_opt, lr, &mut actor, actor_grads);
+                let temperature = temperature.zip(t_grads).map(|(t, g)| {
+                    let mut t = t.clone();
+                    step_in_place(alpha_opt, lr, &mut t, g);
+                    t
+                });
+                if parallel {
+                    *acting_undo = Some((acting.module().clone(), acting.since()));
+                    if acting.after_update(&actor)
+                        && let Some(f) = frozen_acting
+                    {
+                        // The same shapes as before: only a failure to read weights errs,
+                        // and the next refresh tries again.
+                        let _ = f.refresh(acting.module());
+                    }
+                }
+                *actor_out = Some(ActorDone {
+                    actor,
+                    temperature,
+                    actor_loss,
+                    alpha_loss,
+                });
+            })
+        });
+        let run = self
+            .parts
+            .run(&format!("SAC update {step}"), vec![critic_half, actor_half]);
+        if parallel && let [critic_at, actor_at] = self.parts.arrivals() {
+            self.balance
+                .record(batch, rows, handed_in, actor_at - critic_at);
+        }
+        run?;
+        match (critic_done, actor_done) {
+            (Some(c), Some(a)) => Ok((c, a)),
+            _ => Err(Error::panicked(
+                format!("SAC update {step}"),
+                &"a half did not step although both losses were finite",
+            )),
+        }
+    }
+}
+
+/// The host fast path of `acting`, when it acts on a host CPU device (flex, ndarray).
+fn frozen_copy(
+    acting: &ActingCopy<GaussianTanhPolicy>,
+    device: &Device,
+) -> Option<FrozenGaussianTanhPolicy> {
+    if !emberlab_backend::is_host_cpu(device) {
+        return None;
+    }
+    FrozenGaussianTanhPolicy::new(acting.module()).ok()
+}
+
+impl Sac {
+    /// Puts the acting copy back as it was before a failed update refreshed it early.
+    fn undo_acting(&mut self) {
+        if let Some((module, since)) = self.acting_undo.take() {
+            self.acting.restore(module, since);
+            // The frozen form held these weights a moment ago: the same shapes load.
+            let _ = self.refresh_frozen();
+        }
+    }
+
+    /// Copies the acting copy's weights into the frozen fast path (if there is one).
+    fn refresh_frozen(&mut self) -> Result<()> {
+        match &mut self.frozen {
+            Some(f) => f.refresh(self.acting.module()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl crate::agent::OnnxPolicy for Sac {
+    /// `action = scale · tanh(μ(obs)) + bias` from the actor.
+    fn onnx_outputs(
+        &self,
+        g: &mut emberlab_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        let action = self.actor.deterministic_onnx(g, obs)?;
+        Ok(vec![crate::agent::OnnxOutput {
+            value: action,
+            name: "action",
+            width: Some(self.actor.act_dim),
+        }])
+    }
+}
+
+impl Agent for Sac {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let out = out.continuous_mut("SAC")?;
+        let rows = obs.len() / self.obs_dim.max(1);
+        let small = rows < emberlab_nn::FROZEN_MAX_ROWS;
+        if let Some(frozen) = self.frozen.as_mut().filter(|_| small) {
+            let n = rows;
+            Error::check_len(
+                "observations (batch × obs_dim)",
+                n * self.obs_dim,
+                obs.len(),
+            )?;
+            return if explore {
+                frozen.act(obs, &mut self.act_rng, out)
+            } else {
+                frozen.deterministic(obs, out)
+            };
+        }
+        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+        let policy = self.acting.module();
+        if explore && policy.is_sde() {
+            let rng = &mut self.act_rng;
+            let weights = self.sde.weights(|| policy.sde_weights(rng));
+            policy.act_host_sde(x, weights, out);
+        } else if explore {
+            policy.act_host(x, &mut self.act_rng, out);
+        } else {
+            *out = crate::tensors::host(policy.deterministic(x));
+        }
+        Ok(())
+    }
+}
+
+impl OffPolicyLearner for Sac {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        batch.check(self.obs_dim, self.act_dim)?;
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+
+        // Noise comes from a copy of the generator, kept only if the update succeeds.
+        let mut rng = self.noise_rng.clone();
+        let x = self.inputs(batch, &mut rng);
+        let job = CriticJob {
+            critic: self.critic.clone(),
+            target: self.target.clone(),
+            optim: self.critic_optim.clone(),
+            next: NextValues {
+                actor: self.actor.valid(),
+                handed: None,
+            },
+            x: x.clone(),
+            lr: self.config.learning_rate,
+            alpha: self.alpha,
+            gamma: self.config.gamma,
+            tau: self.config.tau,
+            step,
+        };
+        let (critic, actor) = match self.run_halves(job, &x, step) {
+            Ok(done) => done,
+            Err(e) => {
+                self.undo_acting();
+                return Err(e);
+            }
+        };
+        let (critic_loss, actor_loss, alpha_loss) =
+            (critic.loss, actor.actor_loss, actor.alpha_loss);
+        // Everything succeeded: commit.
+        self.critic = critic.critic;
+        self.target = critic.target;
+        self.actor = actor.actor;
+        if let Some(t) = actor.temperature {
+            self.alpha = t.alpha();
+            self.temperature = t;
+        }
+        self.noise_rng = rng;
+        self.sde.updated();
+        let refreshed_early = self.acting_undo.take().is_some();
+        if !refreshed_early && self.acting.after_update(&self.actor) {
+            self.refresh_frozen()?;
+        }
+        let mut m = Metrics::default();
+        m.push("critic_loss", critic_loss);
+        m.push("actor_loss", actor_loss);
+        if let Some(l) = alpha_loss {
+            m.push("alpha_loss", l);
+        }
+        m.push("alpha", self.alpha);
+        Ok(Update {
+            metrics: m,
+            td_errors: Some(critic.td_errors),
+        })
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        Some(self.config.gamma)
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+fn locked(optim: &Mutex<ModuleOptimizer>) -> std::sync::MutexGuard<'_, ModuleOptimizer> {
+    // A panic on the helper never leaves the optimizer half-stepped (it steps a clone).
+    optim
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Persist for Sac {
+    fn kind(&self) -> &str {
+        "sac"
+    }
+
+    /// The actor, the critic ensemble, its target and the temperature; their optimizers;
+    /// α, both generators, the counters, the acting copy of the actor (the published
+    /// policy) and the gSDE schedule.
+    fn persist<V: Visitor>(&mut self, v: &mut V) -> Result<()> {
+        v.net("actor", &mut self.actor)?;
+        v.net("critic", &mut self.critic)?;
+        v.net("target_critic", &mut self.target)?;
+        v.net("temperature", &mut self.temperature)?;
+        v.optim("actor_optim", &mut self.actor_optim)?;
+        v.optim("critic_optim", &mut locked(&self.critic_optim))?;
+        v.optim("alpha_optim", &mut self.alpha_optim)?;
+        v.value(&mut self.alpha)?;
+        v.value(&mut self.noise_rng)?;
+        v.value(&mut self.act_rng)?;
+        v.value(&mut self.progress)?;
+        v.acting(&mut self.acting, &mut self.actor)?;
+        v.value(&mut self.sde)
+    }
+
+    /// α follows a loaded temperature; the host copy of the policy follows the acting copy.
+    fn loaded(&mut self, what: Loaded) -> Result<()> {
+        if what == Loaded::Networks {
+            self.alpha = self.temperature.alpha();
+        }
+        self.refresh_frozen()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emberlab_core::BoxSpace;
+
+    /// A small learner, built under [`super::super::building_networks`].
+    fn learner(schedule: UpdateSchedule) -> Sac {
+        let _one_at_a_time = super::super::building_networks();
+        let config = SacConfig {
+            hidden: vec![32, 32],
+            update_schedule: schedule,
+            seed: 3,
+            ..SacConfig::default()
+        };
+        let obs = Space::Box(BoxSpace::uniform(3, -1.0, 1.0).unwrap());
+        let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
+        let device = emberlab_backend::DeviceSpec::Flex.device().unwrap();
+        config.build(&obs, &act, &Devices::same(&device)).unwrap()
+    }
+
+    fn state(s: &Sac) -> Vec<u32> {
+        let mut all = emberlab_nn::flat_params(&s.actor);
+        all.extend(emberlab_nn::flat_params(&s.critic));
+        all.extend(emberlab_nn::flat_params(&s.target));
+        all.push(s.alpha as f32);
+        all.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn any_rows_on_the_actor_thread_give_the_sequential_bits() {
+        let mut seq = learner(UpdateSchedule::Sequential);
+        let mut par = learner(UpdateSchedule::Parallel);
+        assert_eq!(state(&seq), state(&par), "same seed, same weights");
+        let before = state(&seq);
+        let mut rng = EmberRng::seed_from(9);
+        let n = 60;
+        // Handed rows 0, 8, 24, 32, 56, all 60 and 48 of 60.
+        for (step, share) in [0.02, 0.13, 0.4, 0.5, 0.97, 1.0, 0.75]
+            .into_iter()
+            .enumerate()
+        {
+            par.balance.set_share(share);
+            let mut b = Batch::with_capacity(3, 2, n);
+            let mut draw = |k: usize| -> Vec<f32> {
+                (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
+            };
+            (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
+            (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
+            (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+            let (s, p) = (seq.update(&b, step as u64), par.update(&b, step as u64));
+            assert_eq!(s.unwrap(), p.unwrap(), "update {step}, share {share}");
+            assert_eq!(state(&seq), state(&par), "update {step}, share {share}");
+        }
+        assert_ne!(state(&seq), before);
+    }
+}

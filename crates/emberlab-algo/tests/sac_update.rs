@@ -1,0 +1,123 @@
+//! SAC's update: the parallel schedule computes exactly what the sequential one computes,
+//! and a diverged loss is an error that changes nothing.
+
+mod common;
+
+use burn::tensor::Device;
+use emberlab_algo::{Devices, OffPolicyLearner, Sac, SacConfig, UpdateSchedule};
+use emberlab_core::{Batch, BoxSpace, EmberRng, Error, Space};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Weight initialisation draws from the backend's global generator: tests that build
+/// learners take this lock so that seeding and building are not interleaved.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const OBS: usize = 5;
+const ACT: usize = 2;
+
+fn state(sac: &Sac) -> Vec<u32> {
+    let mut all = common::bits(sac.actor());
+    all.extend(common::bits(sac.critic()));
+    all.extend(common::bits(sac.target_critic()));
+    all.push((sac.alpha() as f32).to_bits());
+    all
+}
+
+fn batch(rng: &mut EmberRng, n: usize) -> Batch {
+    let mut b = Batch::with_capacity(OBS, ACT, n);
+    let mut u =
+        |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+    b.len = n;
+    b.obs = u(n * OBS);
+    b.action = u(n * ACT);
+    b.reward = u(n);
+    b.next_obs = u(n * OBS);
+    b.terminated = u(n).iter().map(|&x| (x > 0.8) as u8 as f32).collect();
+    b.truncated = vec![0.0; n];
+    b.weights = vec![1.0; n];
+    b
+}
+
+fn sac(schedule: UpdateSchedule, device: &Device) -> Sac {
+    let config = SacConfig {
+        hidden: vec![32, 32],
+        update_schedule: schedule,
+        seed: 11,
+        ..SacConfig::default()
+    };
+    let obs = Space::Box(BoxSpace::uniform(OBS, -1.0, 1.0).unwrap());
+    let act = Space::Box(BoxSpace::uniform(ACT, -2.0, 2.0).unwrap());
+    config.build(&obs, &act, &Devices::same(device)).unwrap()
+}
+
+#[test]
+fn parallel_and_sequential_schedules_are_bit_identical() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for spec in emberlab_backend::DeviceSpec::compiled_cpu() {
+        let device = spec.device().unwrap();
+        let mut seq = sac(UpdateSchedule::Sequential, &device);
+        let mut par = sac(UpdateSchedule::Parallel, &device);
+        let initial = state(&seq);
+        assert_eq!(
+            initial,
+            state(&par),
+            "{spec}: same seed, same initial weights"
+        );
+        let mut rng = EmberRng::seed_from(5);
+        // Ten updates, the parallel learner's next values split between its threads as
+        // its balance says (the unit tests of `sac::learner` fix the splits).
+        for step in 0..10 {
+            let b = batch(&mut rng, 64);
+            let ms = seq.update(&b, step).unwrap();
+            let mp = par.update(&b, step).unwrap();
+            assert_eq!(ms, mp, "{spec}: metrics at step {step}");
+        }
+        let after = state(&seq);
+        assert_eq!(after, state(&par), "{spec}: weights after 10 updates");
+        assert_ne!(after, initial, "{spec}: the updates changed the weights");
+        assert!(
+            seq.alpha() < 1.0,
+            "{spec}: alpha moved from 1: {}",
+            seq.alpha()
+        );
+    }
+}
+
+#[test]
+fn a_nan_loss_names_the_loss_and_step_and_changes_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let device = emberlab_backend::DeviceSpec::Flex.device().unwrap();
+    for schedule in [UpdateSchedule::Sequential, UpdateSchedule::Parallel] {
+        let mut s = sac(schedule, &device);
+        let mut rng = EmberRng::seed_from(6);
+        s.update(&batch(&mut rng, 16), 0).unwrap();
+        let before = state(&s);
+        let mut bad = batch(&mut rng, 16);
+        // Finite (it passes the batch checks), but its square overflows the loss.
+        bad.reward[3] = f32::MAX;
+        match s.update(&bad, 1) {
+            Err(Error::Diverged { name, step, .. }) => {
+                assert_eq!(name, "critic loss");
+                assert_eq!(step, 1);
+            }
+            other => panic!("{schedule:?}: expected a diverged critic loss, got {other:?}"),
+        }
+        assert_eq!(state(&s), before, "{schedule:?}: nothing changed");
+        // The learner still works after the error.
+        s.update(&batch(&mut rng, 16), 2).unwrap();
+        assert_ne!(state(&s), before);
+    }
+}
+
+#[test]
+fn wrong_batch_widths_are_errors() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let device = emberlab_backend::DeviceSpec::Flex.device().unwrap();
+    let mut s = sac(UpdateSchedule::Parallel, &device);
+    let mut b = batch(&mut EmberRng::seed_from(1), 4);
+    b.obs_dim = OBS + 1;
+    let e = s.update(&b, 0).unwrap_err().to_string();
+    assert!(e.contains("batch.obs_dim"), "{e}");
+}

@@ -1,0 +1,10 @@
+//! The `ember` command: train an agent with a tuned preset, resume it exactly, evaluate it,
+//! plot runs, print presets, measure the machine (`ember --help`). The whole program is
+//! [`emberlab_cli::app::main`].
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    emberlab_cli::app::main()
+}

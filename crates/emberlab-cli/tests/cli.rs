@@ -1,0 +1,834 @@
+//! The `ember` binary as a user runs it: mistakes get one line naming the problem and exit
+//! code 2; a run killed with SIGKILL at random instants and resumed until done equals one
+//! that never stopped; a checkpoint write that fails for lack of space leaves the previous
+//! one loadable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("emberlab-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ember(args: &[&str], cwd: &Path) -> Output {
+    Command::new(EMBER)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Small and fast settings for a run of `algo` (tiny networks and batches).
+fn small(algo: &str) -> Vec<&'static str> {
+    let mut args = match algo {
+        "sac" => vec![
+            "train",
+            "sac",
+            "--env",
+            "Pendulum-v1",
+            "--set",
+            "sac.hidden=[32, 32]",
+        ],
+        // A MuJoCo task with early termination (autoresets inside the run).
+        "sac-hopper" => vec![
+            "train",
+            "sac",
+            "--env",
+            "Hopper-v5",
+            "--set",
+            "sac.hidden=[32, 32]",
+        ],
+        _ => vec![
+            "train",
+            "dqn",
+            "--env",
+            "CartPole-v1",
+            "--set",
+            "dqn.hidden=[32]",
+            "--set",
+            "dqn.target_update_interval=100",
+            "--set",
+            "off_policy.replay.kind=\"prioritized\"",
+        ],
+    };
+    args.extend([
+        "--steps",
+        if algo.starts_with("sac") {
+            "1200"
+        } else {
+            "4000"
+        },
+        "--set",
+        "off_policy.batch_size=32",
+        "--set",
+        "off_policy.learning_starts=200",
+        "--set",
+        "off_policy.eval_episodes=2",
+        "--set",
+        "log_every=100",
+        "--eval-every",
+        "400",
+        "--save-every",
+        "100",
+        "--quiet",
+    ]);
+    args
+}
+
+fn one_line_error(out: &Output, expected: &[&str], what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{what}: one line, got {stderr}");
+    assert!(lines[0].starts_with("error: "), "{what}: {stderr}");
+    for e in expected {
+        assert!(lines[0].contains(e), "{what}: `{e}` missing from {stderr}");
+    }
+}
+
+fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn mistakes_are_one_line_with_exit_code_2() {
+    let cwd = temp("errors");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["train", "ppo2", "--env", "CartPole-v1"],
+            vec![
+                "unknown algorithm `ppo2`",
+                "sac, td3, dqn, ppo, a2c, reinforce",
+            ],
+        ),
+        (
+            vec!["train", "sac", "--env", "Pendulum-v9"],
+            vec!["unknown environment `Pendulum-v9`", "Pendulum-v1"],
+        ),
+        (
+            vec![
+                "train",
+                "sac",
+                "--env",
+                "Pendulum-v1",
+                "--set",
+                "sac.learning_rat=1",
+            ],
+            vec!["learning_rat"],
+        ),
+        (
+            vec!["train", "sac", "--env", "Pendulum-v1", "--set", "bogus.x=1"],
+            vec!["unknown config key `bogus`", "off_policy"],
+        ),
+        (
+            vec![
+                "train",
+                "sac",
+                "--env",
+                "Pendulum-v1",
+                "--set",
+                "sac.gamma=1.5",
+            ],
+            vec!["gamma", "1.5"],
+        ),
+        (
+            vec!["train", "sac", "--env", "Pendulum-v1", "--set", "noequals"],
+            vec!["KEY=VALUE"],
+        ),
+        (
+            vec![
+                "train",
+                "sac",
+                "--env",
+                "Pendulum-v1",
+                "--device",
+                "tch:cpu",
+            ],
+            vec!["tch:cpu", "--features tch"],
+        ),
+        (
+            vec!["train", "sac", "--env", "Pendulum-v1", "--device", "tpu"],
+            vec!["device"],
+        ),
+        (
+            vec!["train", "sac", "--env", "Pendulum-v1", "--seeds", "5..2"],
+            vec!["--seeds", "A..B"],
+        ),
+        (
+            vec!["train", "--resume", "no-such-run"],
+            vec!["not a run folder"],
+        ),
+        (vec!["eval", "no-such-run"], vec!["not a run folder"]),
+        (vec!["zoo", "ppo2"], vec!["unknown algorithm"]),
+        (
+            vec!["bench", "gpu"],
+            vec!["unknown bench `gpu`", "replay, inference"],
+        ),
+        (vec!["bench", "envs", "--secs", "0"], vec!["--secs"]),
+    ];
+    for (args, expected) in &cases {
+        one_line_error(&ember(args, &cwd), expected, &args.join(" "));
+    }
+    // TOML syntax: line and column.
+    let bad = cwd.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "algo = \"sac\"\nenv = \"Pendulum-v1\"\ndevice = flex\n",
+    )
+    .unwrap();
+    let out = ember(
+        &[
+            "train",
+            "sac",
+            "--env",
+            "Pendulum-v1",
+            "--config",
+            "bad.toml",
+        ],
+        &cwd,
+    );
+    one_line_error(&out, &["bad.toml", "line 3, column"], "syntax");
+    // An unknown key in a file.
+    let preset = ember(&["zoo", "sac", "Pendulum-v1"], &cwd);
+    assert!(preset.status.success());
+    let text = String::from_utf8(preset.stdout).unwrap();
+    std::fs::write(
+        cwd.join("typo.toml"),
+        text.replace("batch_size", "batch_sise"),
+    )
+    .unwrap();
+    let out = ember(
+        &[
+            "train",
+            "sac",
+            "--env",
+            "Pendulum-v1",
+            "--config",
+            "typo.toml",
+        ],
+        &cwd,
+    );
+    one_line_error(&out, &["typo.toml", "batch_sise"], "typo");
+    // The preset as printed is a valid config file.
+    std::fs::write(cwd.join("preset.toml"), &text).unwrap();
+    let out = ember(
+        &[
+            "train",
+            "sac",
+            "--env",
+            "Pendulum-v1",
+            "--config",
+            "preset.toml",
+            "--steps",
+            "50",
+            "--set",
+            "off_policy.eval_episodes=1",
+            "--set",
+            "log_every=10",
+            "--out",
+            "tiny",
+            "--quiet",
+        ],
+        &cwd,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --out onto an existing run.
+    let out = ember(
+        &[
+            "train",
+            "sac",
+            "--env",
+            "Pendulum-v1",
+            "--out",
+            "tiny",
+            "--steps",
+            "50",
+        ],
+        &cwd,
+    );
+    one_line_error(&out, &["already holds a run", "--resume"], "existing run");
+    // A damaged checkpoint is refused and the run folder left as it was.
+    let state = cwd.join("tiny/checkpoint/trainer.state");
+    let mut bytes = std::fs::read(&state).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&state, &bytes).unwrap();
+    let before = listing(&cwd.join("tiny"));
+    let out = ember(&["train", "--resume", "tiny"], &cwd);
+    one_line_error(
+        &out,
+        &["cannot resume", "checksum", "left untouched"],
+        "damaged",
+    );
+    assert_eq!(listing(&cwd.join("tiny")), before, "the run folder changed");
+    // A truncated replay file likewise.
+    bytes[at] ^= 0x40;
+    std::fs::write(&state, &bytes).unwrap();
+    let replay = cwd.join("tiny/checkpoint/replay.bin");
+    let full = std::fs::read(&replay).unwrap();
+    std::fs::write(&replay, &full[..full.len() - 9]).unwrap();
+    let before = listing(&cwd.join("tiny"));
+    let out = ember(&["train", "--resume", "tiny"], &cwd);
+    one_line_error(&out, &["cannot resume", "replay.bin"], "truncated");
+    assert_eq!(listing(&cwd.join("tiny")), before);
+    // A deleted checkpoint of a run that made progress.
+    std::fs::remove_dir_all(cwd.join("tiny/checkpoint")).unwrap();
+    let out = ember(&["train", "--resume", "tiny"], &cwd);
+    one_line_error(&out, &["no checkpoint"], "missing");
+    let out = ember(&["eval", "tiny", "--episodes", "0"], &cwd);
+    one_line_error(&out, &["--episodes"], "zero episodes");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// The columns of a metrics or evaluations file that do not depend on timing.
+fn learning_columns(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let keep: Vec<usize> = (0..header.len())
+        .filter(|&i| {
+            !matches!(
+                header[i],
+                "wall_secs" | "env_steps_per_sec" | "updates_per_sec"
+            )
+        })
+        .collect();
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            keep.iter().map(|&i| f[i]).collect::<Vec<_>>().join(",")
+        })
+        .collect()
+}
+
+/// The tensor data of a safetensors file (after its JSON header, whose metadata keys come
+/// in no fixed order).
+fn tensor_bytes(file: &[u8]) -> &[u8] {
+    let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    &file[8 + n..]
+}
+
+/// A tiny generator for kill delays.
+fn next(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+/// Stops the run `kills` times — SIGKILL, or SIGINT (Ctrl-C: the run writes a checkpoint
+/// and exits with 130) — and resumes it each time.
+fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) {
+    let cwd = temp(&format!("kill-{algo}-{signal}"));
+    let mut args = small(algo);
+    args.extend(["--out", "whole"]);
+    let out = ember(&args, &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut args = small(algo);
+    args.extend(["--out", "killed"]);
+    let mut rng = seed;
+    let mut kills = 0;
+    let mut interrupted = 0;
+    let mut first = true;
+    loop {
+        let mut cmd = Command::new(EMBER);
+        if first {
+            cmd.args(&args);
+        } else {
+            cmd.args(["train", "--resume", "killed", "--quiet"]);
+        }
+        let mut child = cmd
+            .current_dir(&cwd)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        first = false;
+        // Runs take a fraction of a second: kill early and often.
+        let delay = Duration::from_millis(15 + next(&mut rng) % 150);
+        std::thread::sleep(delay);
+        match child.try_wait().unwrap() {
+            Some(status) => {
+                let out = child.wait_with_output().unwrap();
+                assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                break;
+            }
+            None if signal == "KILL" => {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                kills += 1;
+                assert!(kills < 400, "never finished");
+            }
+            None => {
+                let pid = child.id().to_string();
+                let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+                assert!(sent.success());
+                let out = child.wait_with_output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                if out.status.success() {
+                    break; // it finished first
+                }
+                // Before the handler is installed (the first milliseconds) SIGINT simply
+                // ends the process; after, the run checkpoints and exits with 130.
+                if let Some(code) = out.status.code() {
+                    assert_eq!(code, 130, "{stderr}");
+                    assert!(
+                        stderr.contains("interrupted at") && stderr.contains("--resume"),
+                        "{stderr}"
+                    );
+                    interrupted += 1;
+                }
+                kills += 1;
+                assert!(kills < 400, "never finished");
+            }
+        }
+    }
+    println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
+    assert!(
+        signal == "KILL" || interrupted >= 1,
+        "no Ctrl-C was handled"
+    );
+    assert!(kills >= 2, "{algo}: killed only {kills} times");
+    for file in ["metrics.csv", "evaluations.csv"] {
+        assert_eq!(
+            learning_columns(&cwd.join("whole").join(file)),
+            learning_columns(&cwd.join("killed").join(file)),
+            "{algo}: {file} after {kills} kills"
+        );
+    }
+    let rows = learning_columns(&cwd.join("whole/metrics.csv"));
+    let want = if algo.starts_with("sac") { 12 } else { 40 };
+    assert_eq!(rows.len(), want, "{algo}: a row every 100 env steps");
+    // The best weights (a safetensors file per network) hold the same values, and the
+    // final checkpoints evaluate alike.
+    let mut networks = 0;
+    for (path, bytes) in listing(&cwd.join("whole/best")) {
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            let other = std::fs::read(cwd.join("killed/best").join(path.file_name().unwrap()));
+            assert!(
+                tensor_bytes(&bytes) == tensor_bytes(&other.unwrap()),
+                "{}",
+                path.display()
+            );
+            networks += 1;
+        }
+    }
+    assert!(networks >= 1, "{algo}: best weights written");
+    if algo == "sac" && signal == "KILL" {
+        tensorboard_has_the_run(&cwd.join("whole"));
+    }
+    let eval = |run: &str| {
+        let out = ember(&["eval", run, "--episodes", "2"], &cwd);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split_once(':').unwrap().1.to_string()
+    };
+    assert_eq!(eval("whole"), eval("killed"));
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+#[test]
+fn sac_killed_at_random_instants_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted("sac", 11, "KILL");
+}
+
+#[test]
+fn sac_stopped_with_ctrl_c_checkpoints_and_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted("sac", 3, "INT");
+}
+
+#[test]
+fn dqn_killed_at_random_instants_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted("dqn", 5, "KILL");
+}
+
+/// The same on a MuJoCo task: the environments' snapshots (MuJoCo's integration state,
+/// NumPy's generator, the time limit) make the resumed run exact.
+#[cfg(feature = "mujoco")]
+#[test]
+fn sac_on_hopper_killed_and_resumed_equals_uninterrupted() {
+    killed_and_resumed_equals_uninterrupted("sac-hopper", 7, "KILL");
+}
+
+/// A MuJoCo run evaluates; `--gif` says in one line, before evaluating, that it cannot draw
+/// it.
+#[cfg(feature = "mujoco")]
+#[test]
+fn a_mujoco_run_evaluates_and_renders_a_gif() {
+    let cwd = temp("mujoco-eval");
+    let mut args = small("sac-hopper");
+    args.extend(["--out", "hop"]);
+    let out = ember(&args, &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ember(&["eval", "hop", "--episodes", "2"], &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // MuJoCo's own renderer, offscreen through EGL: this fails (loudly, saying what to
+    // install) on a machine without an EGL device.
+    let out = ember(
+        &["eval", "hop", "--episodes", "1", "--gif", "hop.gif"],
+        &cwd,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut opts = gif::DecodeOptions::new();
+    opts.set_color_output(gif::ColorOutput::RGBA);
+    let mut decoder = opts
+        .read_info(std::fs::File::open(cwd.join("hop.gif")).unwrap())
+        .unwrap();
+    assert_eq!((decoder.width(), decoder.height()), (320, 240));
+    let mut frames = Vec::new();
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        frames.push(frame.buffer.to_vec());
+    }
+    // One frame per observation of the episode (an untrained Hopper falls within a few
+    // dozen steps); the hopper moves, and the picture is not one flat colour.
+    assert!(frames.len() >= 2, "{} frames", frames.len());
+    assert_ne!(frames[0], frames[frames.len() - 1]);
+    let first = &frames[0];
+    let distinct: std::collections::HashSet<&[u8]> = first.chunks(4).collect();
+    assert!(distinct.len() > 20, "{} colours", distinct.len());
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// A checkpoint that cannot be written whole (the file-size limit stands in for a full
+/// disk: writes fail mid-file with an error, as they do on ENOSPC) fails the run with exit
+/// code 1 and leaves the previous checkpoint, which then resumes.
+#[test]
+fn a_checkpoint_write_that_fails_leaves_the_previous_one() {
+    let cwd = temp("full");
+    let mut args: Vec<String> = small("sac").into_iter().map(String::from).collect();
+    args.extend(["--out".into(), "run".into()]);
+    // 30 KiB: the first checkpoints fit, the replay file outgrows it after ~880 steps.
+    let script = format!(
+        "ulimit -f 30; trap '' XFSZ; exec {EMBER} {}",
+        args.iter()
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("checkpoint.partial") && stderr.contains("replay.bin"),
+        "{stderr}"
+    );
+    let info = std::fs::read_dir(cwd.join("run")).unwrap().count();
+    assert!(info > 3);
+    assert!(
+        cwd.join("run/checkpoint/trainer.state").is_file(),
+        "the previous checkpoint"
+    );
+    assert!(
+        !cwd.join("run/checkpoint.partial").exists(),
+        "the partial one is cleaned up"
+    );
+    let out = ember(&["train", "--resume", "run", "--quiet"], &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = learning_columns(&cwd.join("run/metrics.csv"));
+    assert_eq!(rows.len(), 12);
+    assert!(cwd.join("run/curve.png").is_file());
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+#[test]
+fn eval_renders_a_gif_and_plot_summarises_seeds() {
+    let cwd = temp("eval-plot");
+    let out = ember(
+        &[
+            "train",
+            "dqn",
+            "--env",
+            "CartPole-v1",
+            "--set",
+            "dqn.hidden=[16]",
+            "--steps",
+            "400",
+            "--seeds",
+            "0..3",
+            "--jobs",
+            "2",
+            "--set",
+            "off_policy.learning_starts=100",
+            "--set",
+            "off_policy.eval_episodes=1",
+            "--eval-every",
+            "200",
+            // Every flag combines with --seeds (--quiet was passed to the children twice).
+            "--quiet",
+            "--out",
+            "runs",
+        ],
+        &cwd,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for s in 0..3 {
+        let run = cwd.join(format!("runs/s{s}"));
+        assert!(run.join("curve.png").is_file(), "{}", run.display());
+        let config = std::fs::read_to_string(run.join("config.toml")).unwrap();
+        assert!(config.contains(&format!("seed = {s}")), "{config}");
+    }
+    let out = ember(
+        &[
+            "eval",
+            "runs/s0",
+            "--episodes",
+            "2",
+            "--gif",
+            "cartpole.gif",
+        ],
+        &cwd,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gif = std::fs::read(cwd.join("cartpole.gif")).unwrap();
+    assert_eq!(&gif[..6], b"GIF89a");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("mean return") && text.contains("over 2 episodes"),
+        "{text}"
+    );
+    let out = ember(
+        &["plot", "runs/s0", "runs/s1", "runs/s2", "-o", "seeds.png"],
+        &cwd,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("3 seeds") && text.contains("IQM"), "{text}");
+    let png = std::fs::read(cwd.join("seeds.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// The run's event files, read by TensorBoard itself (`$EMBER_TB_PYTHON`: the test fails
+/// without it; scripts/test.sh sets it), hold the training return and losses at every metrics
+/// row and every evaluation.
+fn tensorboard_has_the_run(run: &Path) {
+    let python = match std::env::var("EMBER_TB_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => panic!(
+            "EMBER_TB_PYTHON is unset: set it to a python with the tensorboard package \
+             (scripts/setup-tensorboard.sh prints it; scripts/test.sh runs it)"
+        ),
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/read_tensorboard.py");
+    let out = Command::new(python).arg(script).arg(run).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let steps = |tag: &str| -> Vec<u64> {
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0] == tag).then(|| f[1].parse().unwrap())
+            })
+            .collect()
+    };
+    // The first episode (200 steps) ends at step 200: no training return before.
+    let rows: Vec<u64> = (2..=12).map(|k| k * 100).collect();
+    assert_eq!(steps("train/return"), rows, "{text}");
+    assert_eq!(
+        steps("loss/critic_loss").len(),
+        11,
+        "rows from the first update on"
+    );
+    assert_eq!(steps("eval/mean_return"), vec![400, 800, 1200], "{text}");
+}
+
+/// A run trained on normalised observations keeps the statistics beside its weights and
+/// `ember eval` acts through them; without them it says which file is missing.
+fn normalized_run_evaluates_through_its_statistics(cwd: &Path, run: &str) {
+    let out = ember(&["eval", run, "--episodes", "1"], cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = cwd
+        .join(run)
+        .join("checkpoint")
+        .join("obs_normalizer.state");
+    std::fs::remove_file(&stats).unwrap();
+    let out = ember(&["eval", run, "--episodes", "1"], cwd);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("obs_normalizer.state"), "{err}");
+}
+
+/// `configs/` holds the presets as `ember zoo` prints them (and as `ember train` uses them
+/// without `--config`); each trains when given with `--config`. The MuJoCo presets
+/// (`configs/mujoco/`) train in a binary built with the `mujoco` feature; without it,
+/// training one must fail naming the feature.
+#[test]
+fn committed_presets_are_the_zoo_presets() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let cwd = temp("presets");
+    let mut seen = 0;
+    let mut paths: Vec<_> = std::fs::read_dir(&configs)
+        .unwrap()
+        .chain(std::fs::read_dir(configs.join("mujoco")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    let mut mujoco_seen = 0;
+    for path in paths {
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let mujoco = path.parent().unwrap().ends_with("mujoco");
+        let (algo, env) = name.split_once('-').unwrap();
+        let out = ember(&["zoo", algo, env], &cwd);
+        assert!(out.status.success(), "{name}");
+        let printed: String = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            committed,
+            printed,
+            "{} differs from `ember zoo {algo} {env}`",
+            path.display()
+        );
+        let out = ember(
+            &[
+                "train",
+                algo,
+                "--env",
+                env,
+                "--config",
+                path.to_str().unwrap(),
+                "--steps",
+                "64",
+                "--set",
+                &format!(
+                    "{}.eval_episodes=1",
+                    if committed.contains("[on_policy]") {
+                        "on_policy"
+                    } else {
+                        "off_policy"
+                    }
+                ),
+                "--out",
+                &name,
+                "--quiet",
+            ],
+            &cwd,
+        );
+        if mujoco && !cfg!(feature = "mujoco") {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+            assert!(err.contains("`mujoco` feature"), "{name}: {err}");
+            mujoco_seen += 1;
+            continue;
+        }
+        mujoco_seen += usize::from(mujoco);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if committed.contains("[on_policy.normalize]") {
+            normalized_run_evaluates_through_its_statistics(&cwd, &name);
+        }
+        seen += 1;
+    }
+    assert!(seen >= 6, "{seen} presets");
+    assert!(mujoco_seen >= 12, "{mujoco_seen} MuJoCo presets");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
+/// `ember bench … --json` prints one object per figure, named as in docs/benchmarks.md.
+#[test]
+fn bench_prints_named_figures() {
+    let cwd = temp("bench");
+    for (target, first) in [
+        ("envs", "envs/CartPole-v1_single"),
+        ("sac-update", "sac_update/sequential_flex_b256"),
+    ] {
+        let out = ember(&["bench", target, "--secs", "0.05", "--json"], &cwd);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(lines.len() >= 2, "{text}");
+        assert_eq!(lines[0]["name"], first, "{text}");
+        for l in &lines {
+            assert!(l["value"].as_f64().unwrap() > 0.0, "{l}");
+            assert!(l["cpu"].is_string());
+        }
+    }
+    std::fs::remove_dir_all(&cwd).unwrap();
+}

@@ -1,0 +1,62 @@
+//! # emberlab-nn
+//!
+//! burn modules for reinforcement learning, written once for every backend: they take a
+//! `burn::tensor::Device` and never name a backend.
+//!
+//! - [`Mlp`] (sizes, activation, optional layer norm).
+//! - [`GaussianTanhPolicy`] (SAC's actor: reparameterised samples, log-probabilities with
+//!   the tanh correction, deterministic mode) and [`CategoricalPolicy`].
+//! - [`DiscreteQ`], [`ContinuousQ`], [`ValueNet`]; [`ActorCriticNet`] (a categorical,
+//!   Gaussian or tanh-Gaussian policy and a value head, separate or on a shared trunk, with
+//!   log-probabilities and entropies of given actions); SAC's learnable [`Temperature`].
+//! - [`distributions`]: the log-probability and entropy formulas, on tensors and on the host.
+//! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
+//! - [`hard_target`] and [`polyak_update`] for target networks.
+//! - [`noise`]: host-side noise so the same seed acts the same on every backend.
+//!
+//! ```
+//! use emberlab_core::EmberRng;
+//! use emberlab_nn::{noise, GaussianTanhPolicyConfig};
+//!
+//! let device = emberlab_backend::DeviceSpec::Flex.device()?;
+//! let policy = GaussianTanhPolicyConfig::new(3, 1)
+//!     .with_bounds(vec![-2.0], vec![2.0])
+//!     .init(&device)?;
+//! let mut rng = EmberRng::seed_from(0);
+//! let obs = noise::standard_normal(4, 3, &mut rng, &device);
+//! let eps = noise::standard_normal(4, 1, &mut rng, &device);
+//! let (action, log_prob) = policy.sample(obs, eps);
+//! assert_eq!(action.dims(), [4, 1]);
+//! assert_eq!(log_prob.dims(), [4, 1]);
+//! let a: Vec<f32> = action.into_data().try_into_vec_as::<f32>().unwrap();
+//! assert!(a.iter().all(|x| x.abs() <= 2.0));
+//! # Ok::<(), emberlab_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod actor_critic;
+mod categorical_policy;
+pub mod distributions;
+mod ensemble;
+mod flat;
+mod frozen;
+mod gaussian_policy;
+mod mlp;
+pub mod noise;
+pub mod onnx;
+mod target;
+mod temperature;
+mod value;
+
+pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyEval, PolicyHead};
+pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
+pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
+pub use flat::{flat_params, load_flat_params, num_flat_params};
+pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};
+pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
+pub use mlp::{Activation, Mlp, MlpConfig};
+pub use onnx::OnnxGraph;
+pub use target::{hard_target, polyak_update};
+pub use temperature::Temperature;
+pub use value::{ContinuousQ, DiscreteQ, ValueNet};

@@ -1,0 +1,151 @@
+//! `emberlab.load_policy`: a trained run's policy acting on NumPy observations, loaded as
+//! `ember eval` loads it (the same learner, weights and observation statistics), with the
+//! GIL released while it acts.
+
+use crate::arrays::{floats, shape_str, to_numpy};
+use crate::envs::space_dict;
+use emberlab_algo::ActionBuf;
+use emberlab_cli::app::export::RunPolicy;
+use numpy::PyUntypedArray;
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// A run's policy (`emberlab.load_policy(run)`).
+#[pyclass(module = "emberlab._emberlab", name = "Policy")]
+pub struct PyPolicy {
+    inner: Mutex<RunPolicy>,
+    run: PathBuf,
+    obs_dim: usize,
+}
+
+impl PyPolicy {
+    fn lock(&self) -> MutexGuard<'_, RunPolicy> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The whole chain of an error, as `ember` prints it.
+fn chain(e: &anyhow::Error) -> String {
+    format!("{e:#}")
+}
+
+/// `load_policy(run, best=False)`: the policy of the run folder `run` (its last checkpoint,
+/// or with `best` the weights of its best evaluation).
+///
+/// # Errors
+/// `FileNotFoundError` for a missing folder; `ValueError` naming the problem for a folder
+/// that is not a run, has no checkpoint (or no best weights) yet, or holds weights that do
+/// not load (another architecture, a damaged file), and for an environment this wheel was
+/// built without.
+#[pyfunction]
+#[pyo3(signature = (run, best=false))]
+pub fn load_policy(py: Python<'_>, run: PathBuf, best: bool) -> PyResult<PyPolicy> {
+    if !run.exists() {
+        return Err(PyFileNotFoundError::new_err(format!(
+            "no run folder {}",
+            run.display()
+        )));
+    }
+    let policy = py
+        .detach(|| RunPolicy::load(&run, best))
+        .map_err(|e| PyValueError::new_err(chain(&e)))?;
+    Ok(PyPolicy {
+        obs_dim: policy.obs_dim(),
+        inner: Mutex::new(policy),
+        run,
+    })
+}
+
+#[pymethods]
+impl PyPolicy {
+    /// The actions for one observation (shape `(obs_dim,)`) or a batch (`(n, obs_dim)`):
+    /// float32 `(act_dim,)` / `(n, act_dim)` for a `Box` action space, int64 `()` / `(n,)`
+    /// for a `Discrete` one. `deterministic=False` acts with the behaviour policy the run
+    /// trained with (sampled actions, ε-greedy).
+    #[pyo3(signature = (obs, deterministic=true))]
+    fn act<'py>(
+        &self,
+        py: Python<'py>,
+        obs: &Bound<'py, PyAny>,
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyUntypedArray>> {
+        let values = floats(obs, "obs")?;
+        let (rows, batched) = match values.shape.as_slice() {
+            [d] if *d == self.obs_dim => (1, false),
+            [n, d] if *d == self.obs_dim && *n > 0 => (*n, true),
+            got => {
+                return Err(PyValueError::new_err(format!(
+                    "obs has shape {}, expected ({},) or (n, {}) with n >= 1",
+                    shape_str(got),
+                    self.obs_dim,
+                    self.obs_dim
+                )));
+            }
+        };
+        let data = values.data();
+        if !emberlab_core::all_finite(data) {
+            return Err(PyValueError::new_err(
+                "obs holds a NaN or an infinity; the policy acts on finite observations",
+            ));
+        }
+        let actions = py
+            .detach(|| self.lock().act_with(data, !deterministic))
+            .map_err(|e| PyValueError::new_err(chain(&e)))?;
+        let array = match actions {
+            ActionBuf::Continuous(a) => {
+                let d = a.len() / rows;
+                let shape: &[usize] = if batched { &[rows, d] } else { &[d] };
+                to_numpy(py, a, shape)?.into_any()
+            }
+            ActionBuf::Discrete(a) => {
+                let a: Vec<i64> = a.into_iter().map(|i| i as i64).collect();
+                let shape: &[usize] = if batched { &[rows] } else { &[] };
+                to_numpy(py, a, shape)?.into_any()
+            }
+        };
+        Ok(array.cast_into::<PyUntypedArray>()?)
+    }
+
+    /// Width of one observation.
+    #[getter]
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    /// The action space, as a dict (see `emberlab/gym.py`).
+    #[getter]
+    fn action_space<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        space_dict(py, self.lock().action_space())
+    }
+
+    /// The environment id the run trained on.
+    #[getter]
+    fn env_id(&self) -> String {
+        self.lock().env_id().to_string()
+    }
+
+    /// The algorithm that trained it.
+    #[getter]
+    fn algo(&self) -> String {
+        self.lock().algo().to_string()
+    }
+
+    /// The run folder.
+    #[getter]
+    fn run(&self) -> PathBuf {
+        self.run.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        let p = self.lock();
+        format!(
+            "Policy(run={:?}, algo={:?}, env_id={:?})",
+            self.run.display().to_string(),
+            p.algo(),
+            p.env_id()
+        )
+    }
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The test command (README, "Test"; CI runs it through .ci/run): installs what the tests need,
+# then tests what users receive. Every test runs; none passes because a tool is missing.
+#
+# 1. Tools, from PyPI and Debian only (each setup script is idempotent and prints what to
+#    export): TensorBoard (event files read back), torch 2.9.0 with maturin, pytest,
+#    Gymnasium, Stable-Baselines3 and onnxruntime (libtorch for the `tch` backend, ONNX
+#    checks, the Python suite), MuJoCo 3.17.0 with Gymnasium's task files, and Mesa's EGL for
+#    MuJoCo's offscreen renderer.
+# 2. The crates as crates.io would receive them (scripts/check-packages.sh test): every
+#    publishable crate packaged, unpacked and tested together against a freshly resolved lock
+#    file, with every feature a test needs (MuJoCo, the Gymnasium bridge, libtorch), in one
+#    build.
+# 3. `ember` installed from its package (`cargo install --locked`, sharing that build) trains,
+#    evaluates and plots from an empty folder (scripts/check-install.sh).
+# 4. The wheel as PyPI would receive it: the sdist, a manylinux_2_28 abi3 wheel built from it
+#    in a fresh venv, installed into another and tested with pytest (scripts/check-python.sh).
+#
+# Usage: scripts/test.sh [cargo test args after --, e.g. -- --skip learn]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+section() { echo "== [${SECONDS}s] $*"; }
+ENV_FILE="$(mktemp)"
+trap 'rm -f "$ENV_FILE"' EXIT
+
+section "tools: TensorBoard, torch 2.9.0 + the Python test tools, MuJoCo 3.17.0, EGL"
+for setup in setup-tensorboard setup-python setup-mujoco setup-libtorch; do
+    if ! "scripts/$setup.sh" > "$ENV_FILE"; then
+        echo "error: scripts/$setup.sh failed (see above): the tests that need it cannot run" >&2
+        exit 1
+    fi
+    . "$ENV_FILE"
+done
+# With the `tch` feature every binary that links burn links libtorch too.
+export LD_LIBRARY_PATH="$EMBER_LIBTORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# MuJoCo's offscreen renderer (`ember eval --gif`, emberlab-env's tests) draws through EGL:
+# Mesa's software EGL from Debian.
+LIBS="$(ldconfig -p)"
+if ! grep -q "libEGL.so.1" <<<"$LIBS" || ! grep -q "libEGL_mesa.so.0" <<<"$LIBS"; then
+    echo "installing EGL (libegl1 libegl-mesa0 libgl1-mesa-dri) for MuJoCo's offscreen renderer"
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+        libegl1 libegl-mesa0 libgl1-mesa-dri; }; then
+        echo "error: EGL could not be installed (as root: apt-get install libegl1" \
+            "libegl-mesa0 libgl1-mesa-dri); the MuJoCo rendering tests cannot run" >&2
+        exit 1
+    fi
+fi
+
+# Every feature a test needs, named per package of the scratch workspace.
+FEATURES="emberlab/mujoco,emberlab/gym,emberlab/tch,emberlab-algo/mujoco"
+FEATURES+=",emberlab-cli/mujoco,emberlab-cli/gym,emberlab-cli/tch"
+
+section "the packaged crates, tested against a fresh lock file (scripts/check-packages.sh test)"
+scripts/check-packages.sh test --features "$FEATURES" "$@"
+SCRATCH="$(scripts/check-packages.sh dir)"
+
+section "ember installed from its package: train, eval and plot from an empty folder"
+CLI="$(ls -d "$SCRATCH"/emberlab-cli-*)"
+scripts/check-install.sh "$CLI" sac Pendulum-v1 2000 --features mujoco,gym,tch
+# The wheel's policy tests train with that build's `ember`; the test executables go (the
+# release build of the wheel needs the disk more).
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+mkdir -p "$TARGET/ci-bin"
+cp "$TARGET/debug/ember" "$TARGET/ci-bin/ember"
+export EMBER_BIN="$TARGET/ci-bin/ember"
+find "$TARGET/debug/deps" -maxdepth 1 -type f -perm -u+x ! -name '*.*' -delete
+echo "-- disk: $(df -h "$TARGET" | awk 'NR==2 {print $4 " free"}'), target $(du -sh "$TARGET" | cut -f1)"
+
+section "the wheel: sdist, a manylinux_2_28 abi3 wheel built from it, pytest in a fresh venv"
+scripts/check-python.sh
+section "done"
