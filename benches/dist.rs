@@ -63,7 +63,12 @@ impl Agent for Policy {
         4
     }
 
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> emberlab_core::Result<()> {
+    fn act(
+        &mut self,
+        obs: &[f32],
+        _explore: bool,
+        out: &mut ActionBuf,
+    ) -> emberlab_core::Result<()> {
         let rows = obs.len() / 4;
         match &mut self.frozen {
             Some(f) => f.forward(obs, rows, &mut self.logits)?,
@@ -97,7 +102,12 @@ impl Agent for Noop {
         4
     }
 
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> emberlab_core::Result<()> {
+    fn act(
+        &mut self,
+        obs: &[f32],
+        _explore: bool,
+        out: &mut ActionBuf,
+    ) -> emberlab_core::Result<()> {
         let out = out.discrete_mut("noop")?;
         out.clear();
         out.resize(obs.len() / 4, 0);

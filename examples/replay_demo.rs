@@ -14,7 +14,10 @@ const OBS: usize = 17;
 const ACT: usize = 6;
 const BATCH: usize = 256;
 
-fn fill<S: Sampler>(buffer: &mut ReplayBuffer<S>, rng: &mut EmberRng) -> emberlab::core::Result<()> {
+fn fill<S: Sampler>(
+    buffer: &mut ReplayBuffer<S>,
+    rng: &mut EmberRng,
+) -> emberlab::core::Result<()> {
     let (mut obs, mut next, mut act) = ([0f32; OBS], [0f32; OBS], [0f32; ACT]);
     for i in 0..CAPACITY {
         obs.iter_mut()

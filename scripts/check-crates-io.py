@@ -18,6 +18,8 @@ And the family's own rules, so that a crate's page on crates.io reads right:
 - a readme that lies inside the crate's folder, is in its package (`cargo package --list`),
   and links nothing relatively except files of the package (crates.io cannot resolve a link
   to the repository without a `repository` URL);
+- a crate with features off by default has `[package.metadata.docs.rs]` (docs.rs builds the
+  default features only);
 - every dependency of a library has a version requirement (a path alone cannot be
   published), and none is pinned exactly (`=x.y.z`): an application on a later patch release
   could not resolve. `~x.y.z` is allowed where a minor release changes a native library.
@@ -151,6 +153,26 @@ def check_dependencies(pkg: dict) -> list:
     return problems
 
 
+def check_docs_rs(pkg: dict) -> list:
+    """A crate with features off by default says which ones docs.rs builds with (docs.rs
+    builds the default features only: the rest of the API would be missing there)."""
+    features = pkg.get("features") or {}
+    on = set()
+    todo = list(features.get("default", []))
+    while todo:
+        f = todo.pop()
+        if f in features and f not in on:
+            on.add(f)
+            todo += features[f]
+    off = sorted(f for f in features if f != "default" and f not in on)
+    docs_rs = ((pkg.get("metadata") or {}).get("docs") or {}).get("rs")
+    if off and not docs_rs:
+        return [f"features {', '.join(off)} are off by default and no [package.metadata.docs.rs] "
+                "says which docs.rs builds with"]
+    unknown = [f for f in (docs_rs or {}).get("features", []) if f.split("/")[0] not in features]
+    return [f"[package.metadata.docs.rs] names unknown features {', '.join(unknown)}"] if unknown else []
+
+
 def check_package(root: Path, pkg: dict) -> list:
     problems = []
     if not CRATE_NAME.match(pkg["name"]):
@@ -191,6 +213,7 @@ def check_package(root: Path, pkg: dict) -> list:
     files, error = packaged_files(root, pkg["name"])
     problems += [f"cargo package: {error}"] if error else check_readme(pkg, files)
     problems += check_dependencies(pkg)
+    problems += check_docs_rs(pkg)
     return problems
 
 

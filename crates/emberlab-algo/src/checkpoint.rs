@@ -264,7 +264,10 @@ impl Checkpointer {
     }
 
     /// Also writes these observation statistics into every checkpoint.
-    pub(crate) fn with_normalizer(mut self, normalizer: Option<emberlab_env::ObsNormalizer>) -> Self {
+    pub(crate) fn with_normalizer(
+        mut self,
+        normalizer: Option<emberlab_env::ObsNormalizer>,
+    ) -> Self {
         self.normalizer = normalizer;
         self
     }

@@ -93,7 +93,10 @@ pub fn evaluate_env(
 ///
 /// # Errors
 /// The factory's own error, or [`Error::InvalidArgument`] naming the space that differs.
-pub(crate) fn check_eval_env(train: &dyn emberlab_env::VecEnv, eval: &dyn EnvFactory) -> Result<()> {
+pub(crate) fn check_eval_env(
+    train: &dyn emberlab_env::VecEnv,
+    eval: &dyn EnvFactory,
+) -> Result<()> {
     let env = eval.make()?;
     if env.observation_space() != train.single_observation_space() {
         return Err(Error::invalid(

@@ -90,7 +90,10 @@ impl OffPolicyConfig {
     ///
     /// # Errors
     /// See [`ReplayConfig::build`].
-    pub fn build_replay(&self, env: &dyn VecEnv) -> Result<ReplayBuffer<emberlab_replay::AnySampler>> {
+    pub fn build_replay(
+        &self,
+        env: &dyn VecEnv,
+    ) -> Result<ReplayBuffer<emberlab_replay::AnySampler>> {
         self.replay.build(
             env.single_observation_space().flat_dim(),
             stored_action_dim(env.single_action_space()),

@@ -479,8 +479,9 @@ fn the_trainer_catches_a_panic_and_training_goes_on() {
     let config = short();
     let mut replay = config.build_replay(&env).unwrap();
     let eval = emberlab_env::factory("CartPole-v1").unwrap();
-    let e = emberlab_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &config)
-        .unwrap_err();
+    let e =
+        emberlab_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &config)
+            .unwrap_err();
     assert!(
         e.to_string().contains("the user's learner broke at 40"),
         "{e}"
@@ -504,9 +505,14 @@ fn the_trainer_catches_a_panic_and_training_goes_on() {
         ..short()
     };
     let steps = flaky.inner.progress().env_steps;
-    let e =
-        emberlab_algo::train_off_policy(&mut flaky, &mut env, &mut replay, eval.as_ref(), &with_ckpt)
-            .unwrap_err();
+    let e = emberlab_algo::train_off_policy(
+        &mut flaky,
+        &mut env,
+        &mut replay,
+        eval.as_ref(),
+        &with_ckpt,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("checkpoint"), "{e}");
     assert_eq!(flaky.inner.progress().env_steps, steps);
 }
@@ -557,17 +563,27 @@ fn bad_set_ups_fail_before_the_first_step() {
     let config = short();
     let mut replay = config.build_replay(&env).unwrap();
     // A typo'd id fails at once.
-    let e = emberlab_env::factory("CartPol-v1").err().unwrap().to_string();
+    let e = emberlab_env::factory("CartPol-v1")
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("CartPol-v1") && e.contains("CartPole-v1"), "{e}");
     // An evaluation env with other spaces.
     let pendulum = emberlab_env::factory("Pendulum-v1").unwrap();
-    let e =
-        emberlab_algo::train_off_policy(&mut dqn, &mut env, &mut replay, pendulum.as_ref(), &config)
-            .unwrap_err()
-            .to_string();
+    let e = emberlab_algo::train_off_policy(
+        &mut dqn,
+        &mut env,
+        &mut replay,
+        pendulum.as_ref(),
+        &config,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("evaluation environment"), "{e}");
     // A buffer of other widths.
-    let mut wrong = emberlab_algo::ReplayConfig::default().build(5, 1, 0).unwrap();
+    let mut wrong = emberlab_algo::ReplayConfig::default()
+        .build(5, 1, 0)
+        .unwrap();
     let cartpole = emberlab_env::factory("CartPole-v1").unwrap();
     let e =
         emberlab_algo::train_off_policy(&mut dqn, &mut env, &mut wrong, cartpole.as_ref(), &config)
@@ -579,16 +595,26 @@ fn bad_set_ups_fail_before_the_first_step() {
     nstep.replay.n_step = 3;
     nstep.replay.gamma = Some(0.5);
     let mut replay3 = nstep.build_replay(&env).unwrap();
-    let e =
-        emberlab_algo::train_off_policy(&mut dqn, &mut env, &mut replay3, cartpole.as_ref(), &nstep)
-            .unwrap_err()
-            .to_string();
+    let e = emberlab_algo::train_off_policy(
+        &mut dqn,
+        &mut env,
+        &mut replay3,
+        cartpole.as_ref(),
+        &nstep,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("replay.gamma") && e.contains("0.99"), "{e}");
     // One-step config against a buffer with the n-step column.
-    let e =
-        emberlab_algo::train_off_policy(&mut dqn, &mut env, &mut replay3, cartpole.as_ref(), &config)
-            .unwrap_err()
-            .to_string();
+    let e = emberlab_algo::train_off_policy(
+        &mut dqn,
+        &mut env,
+        &mut replay3,
+        cartpole.as_ref(),
+        &config,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("extra columns"), "{e}");
     assert_eq!(dqn.progress().env_steps, 0, "nothing ran");
     // A TOML typo in the replay section names the field.

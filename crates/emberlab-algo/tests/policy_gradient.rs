@@ -172,7 +172,9 @@ fn recorded_log_probs_belong_to_the_acting_policy_even_when_it_lags() {
         let log_prob = |net: &emberlab_nn::ActorCriticNet| -> Vec<f32> {
             let x = emberlab_algo::tensors::matrix(&obs, rows, o.flat_dim(), &device);
             let acts = emberlab_algo::tensors::matrix(&stored, rows, w, &device);
-            emberlab_algo::tensors::host(burn::module::Module::valid(net).evaluate(x, acts).log_prob)
+            emberlab_algo::tensors::host(
+                burn::module::Module::valid(net).evaluate(x, acts).log_prob,
+            )
         };
         let (behaviour, learner) = (log_prob(&acting), log_prob(ppo.net()));
         for (r, (got, want)) in record.log_probs.iter().zip(&behaviour).enumerate() {

@@ -312,8 +312,8 @@ fn on_policy_resumes(
     let run = |stop: Option<(u64, &Path)>, resume: Option<&Path>| {
         let mut env = envs();
         let mut a2c = build(&env);
-        let mut t =
-            emberlab_algo::OnPolicyTrainer::new(&mut a2c, &mut env, eval.as_ref(), &config).unwrap();
+        let mut t = emberlab_algo::OnPolicyTrainer::new(&mut a2c, &mut env, eval.as_ref(), &config)
+            .unwrap();
         if let Some(dir) = resume {
             t.load_state(dir).unwrap();
         }

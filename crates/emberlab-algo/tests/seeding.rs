@@ -3,7 +3,9 @@
 //! the end of each constructor (every network is read, so drawn, by then).
 
 use burn::optim::ModuleOptimizer;
-use emberlab_algo::{ActingCopy, DqnConfig, Persist, PpoConfig, SacConfig, Td3Config, Value, Visitor};
+use emberlab_algo::{
+    ActingCopy, DqnConfig, Persist, PpoConfig, SacConfig, Td3Config, Value, Visitor,
+};
 use emberlab_core::{Result, Space};
 use emberlab_env::{SyncVecEnv, VecEnv};
 
@@ -50,7 +52,8 @@ fn spaces(id: &str) -> (Space, Space) {
 
 /// The weights of learner `kind` built with `seed`.
 fn weights(kind: usize, seed: u64) -> Vec<u32> {
-    let devices = emberlab_algo::Devices::same(&emberlab_backend::DeviceSpec::Flex.device().unwrap());
+    let devices =
+        emberlab_algo::Devices::same(&emberlab_backend::DeviceSpec::Flex.device().unwrap());
     let mut w = Weights::default();
     match kind {
         0 => {

@@ -22,7 +22,12 @@ impl Agent for Zero {
         2
     }
 
-    fn act(&mut self, obs: &[f32], _explore: bool, out: &mut ActionBuf) -> emberlab_core::Result<()> {
+    fn act(
+        &mut self,
+        obs: &[f32],
+        _explore: bool,
+        out: &mut ActionBuf,
+    ) -> emberlab_core::Result<()> {
         let out = out.discrete_mut("zero")?;
         out.clear();
         out.resize(obs.len() / 2, 0);

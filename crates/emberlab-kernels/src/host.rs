@@ -335,7 +335,12 @@ mod tests {
     fn devices() -> Vec<Device> {
         ["flex", "ndarray"]
             .iter()
-            .filter_map(|s| s.parse::<emberlab_backend::DeviceSpec>().ok()?.device().ok())
+            .filter_map(|s| {
+                s.parse::<emberlab_backend::DeviceSpec>()
+                    .ok()?
+                    .device()
+                    .ok()
+            })
             .collect()
     }
 

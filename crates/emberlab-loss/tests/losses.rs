@@ -129,7 +129,10 @@ fn ppo_surrogate_clips_the_ratio_only_where_it_would_gain() {
     close(&vals(ratio), &[1.5, 1.5, 0.5, 0.5]);
     close(&vals(loss), &[-(2.4 - 1.5 + 0.5 - 1.6) / 4.0]);
     // The gradient flows only through the unclipped terms: d/dlogp_i = −r_i A_i / 4 there.
-    let ad = emberlab_backend::DeviceSpec::Flex.device().unwrap().autodiff();
+    let ad = emberlab_backend::DeviceSpec::Flex
+        .device()
+        .unwrap()
+        .autodiff();
     let logp = Tensor::<2>::from_data(
         TensorData::new(vec![ln(1.5), ln(1.5), ln(0.5), ln(0.5)], [4, 1]),
         &ad,

@@ -358,7 +358,8 @@ impl GaussianTanhPolicy {
             log_std_bounds: self.log_std_bounds,
             log_prob_offset: scale_log as f32,
         };
-        let (action, log_prob) = emberlab_kernels::tanh_gaussian(self.net.forward(obs), noise, params);
+        let (action, log_prob) =
+            emberlab_kernels::tanh_gaussian(self.net.forward(obs), noise, params);
         (self.squash(action), log_prob)
     }
 

@@ -27,9 +27,10 @@ pub fn devices(device: &str) -> Result<Devices> {
     let spec: DeviceSpec = device.parse()?;
     let d = spec.device().map_err(|e| {
         anyhow!(
-            "device `{device}` is not available in this `ember` ({e}); for libtorch devices \
-             build with `cargo build --release -p emberlab-cli --features tch` after \
-             scripts/setup-libtorch.sh"
+            "device `{device}` is not available in this `ember` ({e}); build `ember` with \
+             `cargo build --release -p emberlab-cli --features {}` (libtorch devices: \
+             scripts/setup-libtorch.sh first)",
+            spec.backend().feature()
         )
     })?;
     Ok(Devices::same(&d))

@@ -67,8 +67,12 @@ pub fn train(
     stop: &AtomicBool,
 ) -> Result<TrainReport> {
     let devices = devices(&config.device)?;
-    let mut env = SyncVecEnv::from_id(&config.env, config.num_envs)
-        .map_err(|e| anyhow!("{e}; known environments: {}", emberlab_env::ids().join(", ")))?;
+    let mut env = SyncVecEnv::from_id(&config.env, config.num_envs).map_err(|e| {
+        anyhow!(
+            "{e}; known environments: {}",
+            emberlab_env::ids().join(", ")
+        )
+    })?;
     let eval = emberlab_env::factory(&config.env)?;
     let (obs, act) = (
         env.single_observation_space().clone(),

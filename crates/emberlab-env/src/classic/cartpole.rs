@@ -122,7 +122,11 @@ impl Env for CartPole {
         let beyond = match beyond {
             u64::MAX => None,
             n => Some(u32::try_from(n).map_err(|_| {
-                emberlab_core::Error::invalid("CartPole snapshot: steps beyond terminated", n, "a u32")
+                emberlab_core::Error::invalid(
+                    "CartPole snapshot: steps beyond terminated",
+                    n,
+                    "a u32",
+                )
             })?),
         };
         self.state = state;

@@ -17,7 +17,9 @@
 
 use burn::tensor::{Device, Tensor, TensorData};
 use emberlab_core::EmberRng;
-use emberlab_nn::{FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicy, GaussianTanhPolicyConfig};
+use emberlab_nn::{
+    FrozenGaussianTanhPolicy, FrozenMlp, GaussianTanhPolicy, GaussianTanhPolicyConfig,
+};
 use std::hint::black_box;
 use std::time::Instant;
 
