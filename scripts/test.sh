@@ -9,8 +9,10 @@
 #    MuJoCo's offscreen renderer.
 # 2. The crates as crates.io would receive them (scripts/check-packages.sh test): every
 #    publishable crate packaged, unpacked and tested together against a freshly resolved lock
-#    file, with every feature a test needs (MuJoCo, the Gymnasium bridge, libtorch), in one
-#    build.
+#    file, with the MuJoCo tasks and the Gymnasium bridge, in one build; then the backend
+#    conformance suite on libtorch too (`tch`: a second build of burn's upper crates, kept
+#    apart because every binary linking libtorch starts ~0.5 s slower, which the tests that
+#    kill `ember` within milliseconds cannot absorb).
 # 3. `ember` installed from its package (`cargo install --locked`, sharing that build) trains,
 #    evaluates and plots from an empty folder (scripts/check-install.sh).
 # 4. The wheel as PyPI would receive it: the sdist, a manylinux_2_28 abi3 wheel built from it
@@ -21,6 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 section() { echo "== [${SECONDS}s] $*"; }
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 ENV_FILE="$(mktemp)"
 trap 'rm -f "$ENV_FILE"' EXIT
 
@@ -32,8 +35,6 @@ for setup in setup-tensorboard setup-python setup-mujoco setup-libtorch; do
     fi
     . "$ENV_FILE"
 done
-# With the `tch` feature every binary that links burn links libtorch too.
-export LD_LIBRARY_PATH="$EMBER_LIBTORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # MuJoCo's offscreen renderer (`ember eval --gif`, emberlab-env's tests) draws through EGL:
 # Mesa's software EGL from Debian.
 LIBS="$(ldconfig -p)"
@@ -48,19 +49,22 @@ if ! grep -q "libEGL.so.1" <<<"$LIBS" || ! grep -q "libEGL_mesa.so.0" <<<"$LIBS"
 fi
 
 # Every feature a test needs, named per package of the scratch workspace.
-FEATURES="emberlab/mujoco,emberlab/gym,emberlab/tch,emberlab-algo/mujoco"
-FEATURES+=",emberlab-cli/mujoco,emberlab-cli/gym,emberlab-cli/tch"
+# (ndarray is on: emberlab-backend and emberlab-kernels are tested with their defaults.)
+FEATURES="emberlab/mujoco,emberlab/gym,emberlab-algo/mujoco,emberlab-cli/mujoco,emberlab-cli/gym"
 
 section "the packaged crates, tested against a fresh lock file (scripts/check-packages.sh test)"
 scripts/check-packages.sh test --features "$FEATURES" "$@"
 SCRATCH="$(scripts/check-packages.sh dir)"
 
+section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), packaged"
+(cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --locked -p emberlab \
+    --features emberlab/tch,emberlab/ndarray --test conformance)
+
 section "ember installed from its package: train, eval and plot from an empty folder"
 CLI="$(ls -d "$SCRATCH"/emberlab-cli-*)"
-scripts/check-install.sh "$CLI" sac Pendulum-v1 2000 --features mujoco,gym,tch
+scripts/check-install.sh "$CLI" sac Pendulum-v1 2000 --features mujoco,gym,ndarray
 # The wheel's policy tests train with that build's `ember`; the test executables go (the
 # release build of the wheel needs the disk more).
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 mkdir -p "$TARGET/ci-bin"
 cp "$TARGET/debug/ember" "$TARGET/ci-bin/ember"
 export EMBER_BIN="$TARGET/ci-bin/ember"
