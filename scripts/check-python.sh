@@ -55,7 +55,7 @@ else
         "maturin>=1.9,<2" ziglang
     # The build reads only the sdist (unpacked by pip into a temporary folder).
     MATURIN_PEP517_ARGS="--compatibility manylinux_2_28 --zig" \
-        "$WORK/build/bin/python" -m pip wheel --no-build-isolation --no-deps \
+        "$WORK/build/bin/python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir \
         --disable-pip-version-check -w "$OUT" "$SDIST"
     WHEEL="$(ls "$OUT"/emberlab-*.whl)"
     case "$(basename "$WHEEL")" in
