@@ -48,12 +48,16 @@ if ! grep -q "libEGL.so.1" <<<"$LIBS" || ! grep -q "libEGL_mesa.so.0" <<<"$LIBS"
     fi
 fi
 
+# With the MuJoCo feature on every crate that links emberlab-env, every test binary links
+# libmujoco: the build scripts embed its folder only in their own packages' binaries.
+export LD_LIBRARY_PATH="$MUJOCO_DYNAMIC_LINK_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
 # Every feature a test needs, named per package of the scratch workspace.
 # (ndarray is on: emberlab-backend and emberlab-kernels are tested with their defaults.)
 FEATURES="emberlab/mujoco,emberlab/gym,emberlab-algo/mujoco,emberlab-cli/mujoco,emberlab-cli/gym"
 
 section "the packaged crates, tested against a fresh lock file (scripts/check-packages.sh test)"
-scripts/check-packages.sh test --features "$FEATURES" "$@"
+scripts/check-packages.sh test --no-fail-fast --features "$FEATURES" "$@"
 SCRATCH="$(scripts/check-packages.sh dir)"
 
 section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), packaged"
