@@ -53,5 +53,5 @@ echo "export VIRTUAL_ENV=\"$VENV\""
 echo "export PATH=\"$VENV/bin:\$PATH\""
 echo "export LIBTORCH_USE_PYTORCH=1"
 # Binaries built with `--features tch` carry an rpath to this folder (build scripts of
-# emberlab-backend and ember); it is printed for tools that need it.
+# emberlab-backend and emberlab); it is printed for tools that need it.
 echo "export EMBER_LIBTORCH_LIB=\"$LIBDIR\""

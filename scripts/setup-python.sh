@@ -15,7 +15,7 @@ PY="$ROOT/.venv-torch/bin/python"
 if ! "$PY" -c "import maturin, pytest, gymnasium, gymnasium.envs.mujoco, stable_baselines3, onnxruntime, mujoco, sys; sys.exit(0 if (gymnasium.__version__, mujoco.__version__) == ('1.4.0', '3.17.0') else 1)" 2>/dev/null; then
     echo "# installing maturin, pytest, gymnasium 1.4.0, stable-baselines3, onnxruntime, mujoco 3.17.0 and imageio into $ROOT/.venv-torch" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check \
-        "maturin>=1.9,<2" pytest "gymnasium==1.4.0" "stable-baselines3>=2.3" onnxruntime "mujoco==3.17.0" imageio >&2
+        "maturin>=1.9,<2" pytest "gymnasium==1.4.0" "stable-baselines3>=2.7" onnxruntime "mujoco==3.17.0" imageio >&2
 fi
 # Gymnasium's MuJoCo environments included: the wheel's tests step them.
 "$PY" -c "import maturin, pytest, gymnasium, gymnasium.envs.mujoco, stable_baselines3, onnxruntime, mujoco" >&2
