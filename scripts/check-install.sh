@@ -10,9 +10,13 @@
 #
 # The package is a member of the scratch workspace, whose patches stand in for crates.io (the
 # other emberlab crates are not published there yet), so the install resolves the same lock
-# file as that workspace's tests. It installs with the test profile and the target folder of
-# those tests, so it reuses their build (a cold release build takes ~15 minutes on 2 cores);
-# users install with the default (release).
+# file as that workspace's tests. It installs in the `install-check` profile (the workspace's
+# Cargo.toml: unoptimised, no debug info) into the target folder of those tests: a cargo
+# install builds only the package's own feature set, which differs from the tests' (dev-
+# dependencies such as criterion and proptest add features to burn's dependencies), so it
+# cannot reuse their build, and unoptimised it builds in about half the time of an optimised
+# one. What it checks is that the package installs and runs from its own files; users install
+# with the default (release) profile.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 [ $# -ge 4 ] || { echo "usage: $0 PACKAGE_DIR ALGO ENV STEPS [cargo install flags]" >&2; exit 2; }
@@ -22,7 +26,7 @@ shift 4
 target="${CARGO_TARGET_DIR:-$ROOT/target}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-CARGO_TARGET_DIR="$target" cargo install --path "$package" --profile test --locked \
+CARGO_TARGET_DIR="$target" cargo install --path "$package" --profile install-check --locked \
     --root "$work/installed" --quiet "$@"
 mkdir "$work/empty"
 cd "$work/empty"

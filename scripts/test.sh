@@ -10,11 +10,14 @@
 # 2. The crates as crates.io would receive them (scripts/check-packages.sh test): every
 #    publishable crate packaged, unpacked and tested together against a freshly resolved lock
 #    file, with the MuJoCo tasks and the Gymnasium bridge, in one build; then the backend
-#    conformance suite on libtorch too (`tch`: a second build of burn's upper crates, kept
-#    apart because every binary linking libtorch starts ~0.5 s slower, which the tests that
-#    kill `ember` within milliseconds cannot absorb).
-# 3. `ember` installed from its package (`cargo install --locked`, sharing that build) trains,
-#    evaluates and plots from an empty folder (scripts/check-install.sh).
+#    conformance suite on libtorch too, in a build of the same feature set plus `tch` (only
+#    burn's upper crates, tch and ours rebuild). It is kept apart because every binary
+#    linking libtorch starts ~0.5 s slower, which the tests that kill `ember` within
+#    milliseconds cannot absorb.
+# 3. `ember` installed from its package with its default features (`cargo install --locked`,
+#    the unoptimised `install-check` profile: the check is that the package installs and
+#    runs from its own files, not its speed) trains, evaluates and plots from an empty folder
+#    (scripts/check-install.sh).
 # 4. The wheel as PyPI would receive it: the sdist, a manylinux_2_28 abi3 wheel built from it
 #    in a fresh venv, installed into another and tested with pytest (scripts/check-python.sh).
 #
@@ -61,12 +64,14 @@ scripts/check-packages.sh test --no-fail-fast --features "$FEATURES" "$@"
 SCRATCH="$(scripts/check-packages.sh dir)"
 
 section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), packaged"
-(cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --locked -p emberlab \
-    --features emberlab/tch,emberlab/ndarray --test conformance)
+# `--workspace` with the features above: the same feature set for every shared dependency
+# (`-p emberlab` alone would unify fewer features and rebuild all of burn).
+(cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --locked --workspace \
+    --features "$FEATURES,emberlab/tch" --test conformance)
 
 section "ember installed from its package: train, eval and plot from an empty folder"
 CLI="$(ls -d "$SCRATCH"/emberlab-cli-*)"
-scripts/check-install.sh "$CLI" sac Pendulum-v1 2000 --features mujoco,gym,ndarray
+scripts/check-install.sh "$CLI" dqn CartPole-v1 2000
 # The wheel's policy tests train with that build's `ember`; the test executables go (the
 # release build of the wheel needs the disk more).
 mkdir -p "$TARGET/ci-bin"

@@ -22,3 +22,4 @@ pub use emberlab_kernels as kernels;
 pub use emberlab_loss as loss;
 pub use emberlab_nn as nn;
 pub use emberlab_replay as replay;
+pub use emberlab_run as run;

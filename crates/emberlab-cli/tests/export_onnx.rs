@@ -8,7 +8,7 @@
 //! otherwise.
 
 use emberlab_algo::ActionBuf;
-use emberlab_cli::app::export::RunPolicy;
+use emberlab_run::RunPolicy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

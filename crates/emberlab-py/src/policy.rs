@@ -5,7 +5,7 @@
 use crate::arrays::{floats, shape_str, to_numpy};
 use crate::envs::space_dict;
 use emberlab_algo::ActionBuf;
-use emberlab_cli::app::export::RunPolicy;
+use emberlab_run::RunPolicy;
 use numpy::PyUntypedArray;
 use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
@@ -27,11 +27,6 @@ impl PyPolicy {
     }
 }
 
-/// The whole chain of an error, as `ember` prints it.
-fn chain(e: &anyhow::Error) -> String {
-    format!("{e:#}")
-}
-
 /// `load_policy(run, best=False)`: the policy of the run folder `run` (its last checkpoint,
 /// or with `best` the weights of its best evaluation).
 ///
@@ -51,7 +46,7 @@ pub fn load_policy(py: Python<'_>, run: PathBuf, best: bool) -> PyResult<PyPolic
     }
     let policy = py
         .detach(|| RunPolicy::load(&run, best))
-        .map_err(|e| PyValueError::new_err(chain(&e)))?;
+        .map_err(|e| PyValueError::new_err(e.chain()))?;
     Ok(PyPolicy {
         obs_dim: policy.obs_dim(),
         inner: Mutex::new(policy),
@@ -93,7 +88,7 @@ impl PyPolicy {
         }
         let actions = py
             .detach(|| self.lock().act_with(data, !deterministic))
-            .map_err(|e| PyValueError::new_err(chain(&e)))?;
+            .map_err(|e| PyValueError::new_err(e.chain()))?;
         let array = match actions {
             ActionBuf::Continuous(a) => {
                 let d = a.len() / rows;

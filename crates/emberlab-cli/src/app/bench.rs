@@ -5,13 +5,13 @@
 //! confidence intervals; this is the quick look.
 
 use super::figure::Figure;
-use super::run_config::RunConfig;
 use anyhow::{Result, bail};
 use emberlab_algo::{Devices, OffPolicyLearner, SacConfig, UpdateSchedule};
 use emberlab_backend::DeviceSpec;
 use emberlab_core::{Action, Batch, BoxSpace, EmberRng, Env, Space, Transition};
 use emberlab_env::{SyncVecEnv, ThreadedVecEnv, VecActions, VecEnv};
 use emberlab_replay::{Prioritized, ReplayBuffer, ReturnWeighted, RingStorage, Sampler, Uniform};
+use emberlab_run::RunConfig;
 use std::time::{Duration, Instant};
 
 /// What `ember bench` measures.

@@ -3,8 +3,6 @@
 
 use super::cluster_limits::ServeLimits;
 use super::cluster_security::{ActorSecurity, ServeSecurity};
-use super::learners::{AnyLearner, devices};
-use super::run_config::{Flags, RunConfig};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use emberlab_dist::PublishedPolicy;
@@ -13,6 +11,7 @@ use emberlab_dist::cluster::{
     run_learner,
 };
 use emberlab_dist::{Backoff, InferenceConfig};
+use emberlab_run::{AnyLearner, Flags, RunConfig, devices};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

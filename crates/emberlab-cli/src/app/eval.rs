@@ -1,11 +1,9 @@
 //! `ember eval`: a run's final (or best) policy on fresh episodes, and GIFs of them.
 
-use super::learners::{AnyLearner, devices};
-use super::run_dir::{BEST, CHECKPOINT, load_config};
-use anyhow::{Context, Result, anyhow, bail};
-use emberlab_algo::checkpoint::existing_dir;
-use emberlab_algo::{ActionBuf, Agent, load_checkpoint};
+use anyhow::{Context, Result, bail};
+use emberlab_algo::{ActionBuf, Agent};
 use emberlab_core::Env;
+use emberlab_run::{AnyLearner, devices, load_config, load_weights, obs_normalizer};
 use std::path::{Path, PathBuf};
 
 /// What `ember eval` was asked.
@@ -80,53 +78,6 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         }
     }
     Ok(returns)
-}
-
-/// The observation statistics saved beside a run's weights in `from`, when the run learned
-/// on normalised observations: its policy acts through them.
-pub(super) fn obs_normalizer(
-    config: &super::run_config::RunConfig,
-    from: &Path,
-    obs_dim: usize,
-) -> Result<Option<emberlab_env::ObsNormalizer>> {
-    let normalize = config.on_policy.as_ref().and_then(|c| c.normalize.as_ref());
-    let Some(nc) = normalize.filter(|n| n.observations) else {
-        return Ok(None);
-    };
-    let n = emberlab_env::ObsNormalizer::new(obs_dim, nc.clip_obs, nc.epsilon);
-    let path = from.join(emberlab_env::OBS_NORMALIZER_FILE);
-    n.load_file(&path)
-        .with_context(|| format!("cannot load the observation statistics {}", path.display()))?;
-    Ok(Some(n))
-}
-
-/// Loads the last checkpoint's training state, or the best weights; returns the folder.
-pub(super) fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<PathBuf> {
-    if best {
-        let dir = run.join(BEST);
-        if existing_dir(&dir).is_none() {
-            bail!(
-                "{} has no best weights yet (written at the first evaluation that improves)",
-                run.display()
-            );
-        }
-        load_checkpoint(learner.checkpoint(), &dir)
-            .with_context(|| format!("cannot load {}", dir.display()))?;
-        return Ok(dir);
-    }
-    let dir = existing_dir(&run.join(CHECKPOINT))
-        .ok_or_else(|| anyhow!("{} has no checkpoint yet", run.display()))?;
-    if !dir.join("learner").is_dir() {
-        // A run whose environment has no snapshots keeps weights only.
-        load_checkpoint(learner.checkpoint(), &dir)
-            .with_context(|| format!("cannot load {}", dir.display()))?;
-        return Ok(dir);
-    }
-    learner
-        .training_state()
-        .load_state(&dir.join("learner"))
-        .with_context(|| format!("cannot load the checkpoint in {}", dir.display()))?;
-    Ok(dir)
 }
 
 /// A GIF of a MuJoCo episode: its actions replayed from `seed` and drawn offscreen.

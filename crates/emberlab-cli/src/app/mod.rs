@@ -14,16 +14,15 @@ mod cluster_security;
 mod eval;
 pub mod export;
 mod figure;
-mod learners;
 mod plot_cmd;
 mod progress;
-mod run_config;
 mod run_dir;
 mod train;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
-use run_config::{ALGOS, Flags, PresetSource, RunConfig};
+use emberlab_run::config::PresetSource;
+use emberlab_run::{ALGOS, Flags, RunConfig};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -425,7 +424,7 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
     }
     let command = raw.join(" ");
     let (dir, config, resume) = match &args.resume {
-        Some(dir) => (dir.clone(), run_dir::load_config(dir)?, true),
+        Some(dir) => (dir.clone(), emberlab_run::load_config(dir)?, true),
         None => {
             let config = resolve_config(
                 args.algo.as_deref(),
@@ -442,7 +441,7 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
                 },
             )?;
             // Check the device before making a folder.
-            learners::devices(&config.device)?;
+            emberlab_run::devices(&config.device)?;
             let dir = args
                 .out
                 .clone()
@@ -515,7 +514,7 @@ fn resolve_config(
     }
     let mut config = match file {
         Some(path) => {
-            let c = run_config::load_file(path)?;
+            let c = emberlab_run::config::load_file(path)?;
             if c.algo != algo || c.env != env {
                 bail!(
                     "config {} is for {} on {}, not {algo} on {env}",

@@ -2,13 +2,12 @@
 //! seed are drawn as one band (mean evaluation return with a 95% bootstrap interval), and
 //! summarised (mean ± std, IQM with a bootstrap interval of the final evaluations).
 
-use super::run_config::RunConfig;
-use super::run_dir::load_config;
 use crate::evaluations::{EVALUATIONS_CSV, read_evaluations_csv};
 use crate::metrics::{METRICS_CSV, read_metrics_csv};
 use crate::plot::{Band, Curve, plot_bands, plot_curves};
 use crate::stats::{bootstrap_ci, interpolate, iqm, mean_std};
 use anyhow::{Result, bail};
+use emberlab_run::{RunConfig, load_config};
 use std::path::{Path, PathBuf};
 
 /// One group of runs: the same config but for the seed.

@@ -1,17 +1,10 @@
-//! A run folder: where it goes (`runs/<algo>-<env>-s<seed>[-N]`, never over an existing
-//! run), what describes it (`config.toml`, `command.txt`, `meta.json`) and where its
-//! checkpoint lives.
+//! A new run folder: where it goes (`runs/<algo>-<env>-s<seed>[-N]`, never over an existing
+//! run) and what describes it (`config.toml`, `command.txt`, `meta.json`). Reading one back
+//! is `emberlab_run`'s (`load_config`, `load_weights`, `RunPolicy`).
 
-use super::run_config::RunConfig;
 use anyhow::{Context, Result, bail};
+use emberlab_run::{CONFIG, RunConfig};
 use std::path::{Path, PathBuf};
-
-/// The folder of the run's latest full checkpoint (written atomically).
-pub const CHECKPOINT: &str = "checkpoint";
-/// The folder of the weights of the best evaluation so far.
-pub const BEST: &str = "best";
-/// The resolved config of a run.
-pub const CONFIG: &str = "config.toml";
 
 /// `runs/<algo>-<env>-s<seed>`, or with `-2`, `-3`, … appended when taken.
 pub fn auto_name(root: &Path, config: &RunConfig) -> PathBuf {
@@ -80,18 +73,4 @@ fn meta(config: &RunConfig) -> Result<String> {
             .unwrap_or(0),
     });
     Ok(serde_json::to_string_pretty(&meta)? + "\n")
-}
-
-/// The config of the run in `dir`, for `--resume` and `ember eval`.
-///
-/// # Errors
-/// A folder that is not a run, or a config that does not parse.
-pub fn load_config(dir: &Path) -> Result<RunConfig> {
-    if !dir.join(CONFIG).is_file() {
-        bail!(
-            "{} is not a run folder (no {CONFIG}); runs are made by `ember train`",
-            dir.display()
-        );
-    }
-    super::run_config::load_file(&dir.join(CONFIG))
 }

@@ -2,10 +2,7 @@
 //! TensorBoard events, the best weights and exact checkpoints into the run folder, and
 //! resumes from the last checkpoint bit for bit.
 
-use super::learners::{AnyLearner, devices, metric_names};
 use super::progress::{Output, Progress};
-use super::run_config::RunConfig;
-use super::run_dir::{BEST, CHECKPOINT};
 use crate::evaluations::{EvalLog, EvalRow};
 use crate::metrics::{MetricsLog, Row};
 use crate::plot::{Curve, plot_curves};
@@ -16,6 +13,9 @@ use emberlab_algo::{
     CheckpointInfo, OffPolicyLearner, OffPolicyTrainer, OnPolicyTrainer, TrainReport, Trainer,
 };
 use emberlab_env::{SyncVecEnv, VecEnv};
+use emberlab_run::RunConfig;
+use emberlab_run::{AnyLearner, devices, metric_names};
+use emberlab_run::{BEST, CHECKPOINT};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -1,7 +1,7 @@
-//! The learners `ember` builds from a run config, behind one type.
+//! The learners a run config names, behind one type.
 
-use super::run_config::RunConfig;
-use anyhow::{Context, Result, anyhow};
+use crate::config::RunConfig;
+use crate::error::{Context, Result, RunError};
 use emberlab_algo::{Agent, Checkpoint, Devices, Dqn, PolicyGradient, Sac, Td3, TrainingState};
 use emberlab_backend::DeviceSpec;
 use emberlab_core::Space;
@@ -26,12 +26,12 @@ pub enum AnyLearner {
 pub fn devices(device: &str) -> Result<Devices> {
     let spec: DeviceSpec = device.parse()?;
     let d = spec.device().map_err(|e| {
-        anyhow!(
+        RunError::Device(format!(
             "device `{device}` is not available in this `ember` ({e}); build `ember` with \
              `cargo build --release -p emberlab-cli --features {}` (libtorch devices: \
              scripts/setup-libtorch.sh first)",
             spec.backend().feature()
-        )
+        ))
     })?;
     Ok(Devices::same(&d))
 }
@@ -43,7 +43,7 @@ impl AnyLearner {
     /// An action space the algorithm cannot handle, an invalid config.
     pub fn build(config: &RunConfig, obs: &Space, act: &Space, devices: &Devices) -> Result<Self> {
         let what = || format!("cannot build {} for {}", config.algo, config.env);
-        let missing = || anyhow!("config has no [{}] section", config.algo);
+        let missing = || RunError::Config(format!("config has no [{}] section", config.algo));
         Ok(match config.algo.as_str() {
             "sac" => AnyLearner::Sac(Box::new(
                 config
@@ -51,7 +51,7 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
             "td3" => AnyLearner::Td3(Box::new(
                 config
@@ -59,7 +59,7 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
             "dqn" => AnyLearner::Dqn(Box::new(
                 config
@@ -67,7 +67,7 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
             "ppo" => AnyLearner::PolicyGradient(Box::new(
                 config
@@ -75,7 +75,7 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
             "a2c" => AnyLearner::PolicyGradient(Box::new(
                 config
@@ -83,7 +83,7 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
             "reinforce" => AnyLearner::PolicyGradient(Box::new(
                 config
@@ -91,9 +91,9 @@ impl AnyLearner {
                     .as_ref()
                     .ok_or_else(missing)?
                     .build(obs, act, devices)
-                    .with_context(what)?,
+                    .context_with(what)?,
             )),
-            other => return Err(anyhow!("unknown algorithm `{other}`")),
+            other => return Err(RunError::Config(format!("unknown algorithm `{other}`"))),
         })
     }
 

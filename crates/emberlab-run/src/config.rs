@@ -3,7 +3,7 @@
 //! come from rl-baselines3-zoo where it tunes the pair; `--set key=value` overrides any
 //! field by its dotted path, and unknown keys are refused as in a file.
 
-use anyhow::{Context, Result, anyhow, bail};
+use crate::error::{Context, Result, RunError};
 use emberlab_algo::{
     A2cConfig, DqnConfig, OffPolicyConfig, OnPolicyConfig, PpoConfig, ReinforceConfig, SacConfig,
     Td3Config, Validate,
@@ -168,10 +168,12 @@ impl RunConfig {
                 run.num_envs = 8;
                 PresetSource::Defaults
             }
-            other => bail!(
-                "unknown algorithm `{other}`: known are {} (see `ember zoo ALGO`)",
-                ALGOS.join(", ")
-            ),
+            other => {
+                return Err(RunError::Config(format!(
+                    "unknown algorithm `{other}`: known are {} (see `ember zoo ALGO`)",
+                    ALGOS.join(", ")
+                )));
+            }
         };
         let steps = run.total_steps();
         // Evaluate twenty times over the run, checkpoint ten times.
@@ -256,7 +258,9 @@ impl RunConfig {
         }
         for set in &flags.sets {
             let (k, v) = set.split_once('=').ok_or_else(|| {
-                anyhow!("--set `{set}`: expected KEY=VALUE, e.g. --set sac.learning_rate=3e-4")
+                RunError::Config(format!(
+                    "--set `{set}`: expected KEY=VALUE, e.g. --set sac.learning_rate=3e-4"
+                ))
             })?;
             *self = self.with_set(k.trim(), v.trim())?;
         }
@@ -278,7 +282,7 @@ impl RunConfig {
     /// # Errors
     /// An unknown key (listing the known ones at that level) or a value of the wrong type.
     pub fn with_set(&self, key: &str, value: &str) -> Result<RunConfig> {
-        let mut table = toml::Table::try_from(self).context("config to TOML")?;
+        let mut table = toml::Table::try_from(self).context_with(|| "config to TOML".into())?;
         let parsed: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
             Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(value.into())),
             Err(_) => toml::Value::String(value.into()),
@@ -286,27 +290,27 @@ impl RunConfig {
         let parts: Vec<&str> = key.split('.').collect();
         let (last, path) = parts
             .split_last()
-            .ok_or_else(|| anyhow!("--set: empty key"))?;
+            .ok_or_else(|| RunError::Config("--set: empty key".into()))?;
         let mut node = &mut table;
         for (depth, part) in path.iter().enumerate() {
             let known: Vec<String> = node.keys().cloned().collect();
             let entry = node.get_mut(*part).ok_or_else(|| {
-                anyhow!(
+                RunError::Config(format!(
                     "unknown config key `{}` in --set {key}: known at that level are {}",
                     parts[..=depth].join("."),
                     known.join(", ")
-                )
+                ))
             })?;
             node = entry.as_table_mut().ok_or_else(|| {
-                anyhow!(
+                RunError::Config(format!(
                     "--set {key}: `{}` is not a section",
                     parts[..=depth].join(".")
-                )
+                ))
             })?;
         }
         node.insert((*last).to_string(), parsed);
-        let text = toml::to_string(&table).context("config to TOML")?;
-        Self::parse(&text).map_err(|e| anyhow!("--set {key}={value}: {e}"))
+        let text = toml::to_string(&table).context_with(|| "config to TOML".into())?;
+        Self::parse(&text).map_err(|e| RunError::Config(format!("--set {key}={value}: {e}")))
     }
 
     /// Parses and checks a config file's text.
@@ -315,7 +319,7 @@ impl RunConfig {
     /// TOML syntax (with line and column), unknown keys, values out of range, a section
     /// that does not fit the algorithm.
     pub fn parse(text: &str) -> Result<RunConfig> {
-        let run: RunConfig = toml::from_str(text).map_err(|e| anyhow!("{}", one_line(&e)))?;
+        let run: RunConfig = toml::from_str(text).map_err(|e| RunError::Config(one_line(&e)))?;
         run.validate()?;
         Ok(run)
     }
@@ -326,11 +330,11 @@ impl RunConfig {
     /// The first problem found, naming the field.
     pub fn validate(&self) -> Result<()> {
         if !ALGOS.contains(&self.algo.as_str()) {
-            bail!(
+            return Err(RunError::Config(format!(
                 "unknown algorithm `{}`: known are {}",
                 self.algo,
                 ALGOS.join(", ")
-            );
+            )));
         }
         let off = matches!(self.algo.as_str(), "sac" | "td3" | "dqn");
         let present = [
@@ -343,25 +347,29 @@ impl RunConfig {
         ];
         for (name, is) in present {
             if is != (name == self.algo) {
-                bail!(
+                return Err(RunError::Config(format!(
                     "config for algo = \"{}\" {} a [{name}] section",
                     self.algo,
                     if is { "must not have" } else { "needs" }
-                );
+                )));
             }
         }
         if off != self.off_policy.is_some() || off == self.on_policy.is_some() {
-            bail!(
+            return Err(RunError::Config(format!(
                 "config for algo = \"{}\" needs exactly one trainer section: [{}]",
                 self.algo,
                 if off { "off_policy" } else { "on_policy" }
-            );
+            )));
         }
         if self.num_envs == 0 {
-            bail!("invalid num_envs: got 0, expected >= 1");
+            return Err(RunError::Config(
+                "invalid num_envs: got 0, expected >= 1".into(),
+            ));
         }
         if self.log_every == 0 {
-            bail!("invalid log_every: got 0, expected >= 1");
+            return Err(RunError::Config(
+                "invalid log_every: got 0, expected >= 1".into(),
+            ));
         }
         self.device.parse::<emberlab_backend::DeviceSpec>()?;
         if let Some(c) = &self.sac {
@@ -439,11 +447,11 @@ pub fn line_col(text: &str, at: usize) -> (usize, usize) {
 /// A missing file, TOML syntax, unknown keys, values out of range.
 pub fn load_file(path: &std::path::Path) -> Result<RunConfig> {
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config {}", path.display()))?;
+        .context_with(|| format!("cannot read config {}", path.display()))?;
     match toml::from_str::<RunConfig>(&text) {
         Ok(run) => {
             run.validate()
-                .with_context(|| format!("config {}", path.display()))?;
+                .context_with(|| format!("config {}", path.display()))?;
             Ok(run)
         }
         Err(e) => {
@@ -454,11 +462,11 @@ pub fn load_file(path: &std::path::Path) -> Result<RunConfig> {
                     format!(" at line {l}, column {c}")
                 })
                 .unwrap_or_default();
-            bail!(
+            Err(RunError::Config(format!(
                 "config {}{place}: {}",
                 path.display(),
                 e.message().trim().replace('\n', " ")
-            )
+            )))
         }
     }
 }

@@ -1,0 +1,119 @@
+//! A trained run's policy, loaded from its folder as `ember eval` loads it: the same learner,
+//! weights and observation statistics; greedy or exploring actions, and the policy as ONNX.
+
+use crate::error::Result;
+use crate::folder::{load_config, load_weights, obs_normalizer};
+use crate::learners::{AnyLearner, devices};
+use emberlab_algo::ActionBuf;
+use emberlab_core::Space;
+use emberlab_env::ObsNormalizer;
+use emberlab_nn::OnnxGraph;
+use std::path::Path;
+
+/// A run's policy, loaded as `ember eval` loads it (`ember export` writes it as ONNX; the
+/// Python wheel's `emberlab.load_policy` acts with it).
+pub struct RunPolicy {
+    learner: AnyLearner,
+    env_id: String,
+    algo: String,
+    obs_dim: usize,
+    action_space: Space,
+    normalizer: Option<ObsNormalizer>,
+}
+
+impl RunPolicy {
+    /// The policy of the run folder `run`: its last checkpoint, or its best evaluation's
+    /// weights (`best`).
+    ///
+    /// # Errors
+    /// A folder without a config or weights, or weights of another architecture.
+    pub fn load(run: &Path, best: bool) -> Result<Self> {
+        let config = load_config(run)?;
+        let env = emberlab_env::make(&config.env)?;
+        let mut learner = AnyLearner::build(
+            &config,
+            env.observation_space(),
+            env.action_space(),
+            &devices(&config.device)?,
+        )?;
+        let from = load_weights(&mut learner, run, best)?;
+        let obs_dim = env.observation_space().flat_dim();
+        let normalizer = obs_normalizer(&config, &from, obs_dim)?;
+        Ok(RunPolicy {
+            learner,
+            env_id: config.env.clone(),
+            algo: config.algo.clone(),
+            obs_dim,
+            action_space: env.action_space().clone(),
+            normalizer,
+        })
+    }
+
+    /// Width of one observation.
+    pub fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    /// The environment id the run trained on.
+    pub fn env_id(&self) -> &str {
+        &self.env_id
+    }
+
+    /// The algorithm that trained it (`sac`, `dqn`, ...).
+    pub fn algo(&self) -> &str {
+        &self.algo
+    }
+
+    /// The action space the policy acts in.
+    pub fn action_space(&self) -> &Space {
+        &self.action_space
+    }
+
+    /// The greedy actions for `rows × obs_dim` observations (what `ember eval` acts with).
+    ///
+    /// # Errors
+    /// Observations of the wrong width.
+    pub fn act(&mut self, obs: &[f32]) -> Result<ActionBuf> {
+        self.act_with(obs, false)
+    }
+
+    /// The actions for `rows × obs_dim` observations: greedy, or with `explore` the
+    /// behaviour policy the run trained with (sampled actions, ε-greedy), drawn from the
+    /// learner's generator as the checkpoint left it.
+    ///
+    /// # Errors
+    /// Observations of the wrong width.
+    pub fn act_with(&mut self, obs: &[f32], explore: bool) -> Result<ActionBuf> {
+        let mut out = ActionBuf::for_space(&self.action_space);
+        let mut obs = obs.to_vec();
+        if let Some(n) = &self.normalizer {
+            n.normalize(&mut obs);
+        }
+        self.learner.agent().act(&obs, explore, &mut out)?;
+        Ok(out)
+    }
+
+    /// The policy as an encoded ONNX model (input `obs`; output `action`, and `q_values`
+    /// for DQN).
+    ///
+    /// # Errors
+    /// Non-finite weights or statistics.
+    pub fn onnx(&self) -> Result<Vec<u8>> {
+        let policy = self.learner.onnx();
+        let Some(n) = &self.normalizer else {
+            return Ok(policy.onnx_policy()?);
+        };
+        let stats = n.statistics();
+        let mean: Vec<f32> = stats.mean().iter().map(|&m| m as f32).collect();
+        let inv_std: Vec<f32> = stats
+            .var()
+            .iter()
+            .map(|&v| (1.0 / (v + n.epsilon()).sqrt()) as f32)
+            .collect();
+        Ok(
+            policy.onnx_policy_after(&mut |g: &mut OnnxGraph, obs: &str| {
+                g.normalize(obs, &mean, &inv_std, n.clip() as f32)
+            })?,
+        )
+    }
+}
