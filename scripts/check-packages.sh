@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Packages every publishable crate of the workspace (`cargo package`: what crates.io would
-# receive; not the labs nor the Python wheel's crate), unpacks the `.crate` files into a
-# scratch workspace whose only links between them are their version requirements (patched
-# to the unpacked packages), resolves a fresh lock file there (the newest versions their
-# requirements allow, as a new user's `cargo add` gets them) and runs cargo in it:
+# Packages every crate of the workspace as crates.io would receive it (`cargo package`; the
+# labs too, which are not published but test and lint with the others; not the Python
+# wheel's crate, which scripts/check-python.sh builds from its sdist), unpacks the `.crate`
+# files into a scratch workspace whose only links between them are their version
+# requirements (patched to the unpacked packages), resolves a fresh lock file there (the
+# newest versions their requirements allow, as a new user's `cargo add` gets them) and runs
+# cargo in it:
 #
 #   scripts/check-packages.sh                   # cargo clippy --all-targets (a check)
-#   scripts/check-packages.sh test ARGS...      # cargo test --workspace ARGS... (scripts/test.sh)
+#   scripts/check-packages.sh test ARGS...      # cargo test --workspace --all-targets ARGS...,
+#                                               # then the doc tests (scripts/test.sh)
 #   scripts/check-packages.sh dir               # only prints the scratch folder
 #
 # A crate that reads a file outside its own folder, or needs a workspace-only setting, fails
@@ -29,7 +32,7 @@ if [ "$mode" = dir ]; then
 fi
 
 rm -rf "$TARGET/package"
-cargo package --workspace --exclude emberlab-labs --exclude emberlab-py --no-verify --locked \
+cargo package --workspace --exclude emberlab-py --no-verify --locked \
     --allow-dirty -q
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
@@ -71,7 +74,15 @@ case "$mode" in
         echo "every package builds from its own files"
         ;;
     test)
-        (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --workspace --locked "$@")
+        # Every target (benches run once each, in criterion's test mode), then the doc tests
+        # (`--all-targets` leaves them out); one build serves both. Both run even if the
+        # first fails, and either failing fails the script.
+        status=0
+        (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --workspace --locked \
+            --all-targets "$@") || status=$?
+        (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --workspace --locked \
+            --doc "$@") || status=$?
+        exit "$status"
         ;;
     *)
         echo "unknown mode $mode (clippy, test or dir)" >&2

@@ -53,8 +53,9 @@ else
     python3 -m venv "$WORK/build"
     "$WORK/build/bin/python" -m pip install --quiet --disable-pip-version-check \
         "maturin>=1.9,<2" ziglang
-    # The build reads only the sdist (unpacked by pip into a temporary folder).
-    MATURIN_PEP517_ARGS="--compatibility manylinux_2_28 --zig" \
+    # The build reads only the sdist (unpacked by pip into a temporary folder). maturin's
+    # build backend runs the `maturin` executable from PATH: the build venv's.
+    PATH="$WORK/build/bin:$PATH" MATURIN_PEP517_ARGS="--compatibility manylinux_2_28 --zig" \
         "$WORK/build/bin/python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir \
         --disable-pip-version-check -w "$OUT" "$SDIST"
     WHEEL="$(ls "$OUT"/emberlab-*.whl)"

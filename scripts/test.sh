@@ -7,8 +7,8 @@
 #    Gymnasium, Stable-Baselines3 and onnxruntime (libtorch for the `tch` backend, ONNX
 #    checks, the Python suite), MuJoCo 3.17.0 with Gymnasium's task files, and Mesa's EGL for
 #    MuJoCo's offscreen renderer.
-# 2. The crates as crates.io would receive them (scripts/check-packages.sh test): every
-#    publishable crate packaged, unpacked and tested together against a freshly resolved lock
+# 2. The crates as crates.io would receive them (scripts/check-packages.sh test), linted with
+#    Clippy as they build (`-D warnings`; EMBER_LINT=0 builds without): every crate packaged, unpacked and tested together against a freshly resolved lock
 #    file, with the MuJoCo tasks and the Gymnasium bridge, in one build; then the backend
 #    conformance suite on libtorch too, in a build of the same feature set plus `tch` (only
 #    burn's upper crates, tch and ours rebuild). It is kept apart because every binary
@@ -55,6 +55,22 @@ fi
 # libmujoco: the build scripts embed its folder only in their own packages' binaries.
 export LD_LIBRARY_PATH="$MUJOCO_DYNAMIC_LINK_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# Lints as the crates build: clippy-driver (rustc with Clippy's lints, from the toolchain's
+# clippy component) compiles every crate of the workspace, with `-D warnings`, so the build
+# the tests run is the linted one (a separate `cargo clippy` would compile every dependency a
+# second time, in check mode: ~9 of CI's minutes). Dependencies build with plain rustc. The
+# conformance build lints the libtorch code, the wheel's build the Python crate.
+if [ "${EMBER_LINT:-1}" = 1 ]; then
+    CLIPPY_DRIVER="$(rustc --print sysroot)/bin/clippy-driver"
+    [ -x "$CLIPPY_DRIVER" ] ||
+        { echo "error: no clippy-driver in the toolchain: rustup component add clippy" >&2; exit 1; }
+    export RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER"
+    # clippy-driver's arguments, as `cargo clippy -- -D warnings` passes them.
+    export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+    echo "lints: $("$CLIPPY_DRIVER" --version) with -D warnings on every crate as it builds" \
+        "(EMBER_LINT=0: without)"
+fi
+
 # Every feature a test needs, named per package of the scratch workspace.
 # (ndarray is on: emberlab-backend and emberlab-kernels are tested with their defaults.)
 FEATURES="emberlab/mujoco,emberlab/gym,emberlab-algo/mujoco,emberlab-cli/mujoco,emberlab-cli/gym"
@@ -71,7 +87,8 @@ section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), 
 
 section "ember installed from its package: train, eval and plot from an empty folder"
 CLI="$(ls -d "$SCRATCH"/emberlab-cli-*)"
-scripts/check-install.sh "$CLI" dqn CartPole-v1 2000
+# (plain rustc: users install without Clippy)
+env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/check-install.sh "$CLI" dqn CartPole-v1 2000
 # The wheel's policy tests train with that build's `ember`; the test executables go (the
 # release build of the wheel needs the disk more).
 mkdir -p "$TARGET/ci-bin"
