@@ -7,13 +7,15 @@
 #    Gymnasium, Stable-Baselines3 and onnxruntime (libtorch for the `tch` backend, ONNX
 #    checks, the Python suite), MuJoCo 3.17.0 with Gymnasium's task files, and Mesa's EGL for
 #    MuJoCo's offscreen renderer.
-# 2. The crates as crates.io would receive them (scripts/check-packages.sh test), linted with
-#    Clippy as they build (`-D warnings`; EMBER_LINT=0 builds without): every crate packaged, unpacked and tested together against a freshly resolved lock
-#    file, with the MuJoCo tasks and the Gymnasium bridge, in one build; then the backend
-#    conformance suite on libtorch too, in a build of the same feature set plus `tch` (only
-#    burn's upper crates, tch and ours rebuild). It is kept apart because every binary
-#    linking libtorch starts ~0.5 s slower, which the tests that kill `ember` within
-#    milliseconds cannot absorb.
+# 2. The crates as crates.io would receive them (scripts/check-packages.sh test), linted
+#    with Clippy as they build (`-D warnings`; EMBER_LINT=0 builds without): every crate
+#    packaged, unpacked and tested together against a freshly resolved lock file, with the
+#    MuJoCo tasks and the Gymnasium bridge, in one build; then the backend conformance suite
+#    on libtorch too, in a build of the same feature set plus `tch`. `burn/tch` turns on
+#    `burn-tensor/tch`, so burn-tensor and every burn crate above it rebuild (943 s of a
+#    63-minute run on 2 cores, 2026-11-28). It is kept apart because every binary linking
+#    libtorch starts ~0.5 s slower, which the tests that kill `ember` within milliseconds
+#    cannot absorb.
 # 3. `ember` installed from its package with its default features (`cargo install --locked`,
 #    the unoptimised `install-check` profile: the check is that the package installs and
 #    runs from its own files, not its speed) trains, evaluates and plots from an empty folder
@@ -80,8 +82,8 @@ scripts/check-packages.sh test --no-fail-fast --features "$FEATURES" "$@"
 SCRATCH="$(scripts/check-packages.sh dir)"
 
 section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), packaged"
-# `--workspace` with the features above: the same feature set for every shared dependency
-# (`-p emberlab` alone would unify fewer features and rebuild all of burn).
+# `--workspace` with the features above, so that the dependencies `tch` does not touch keep
+# the feature set of the build above (`-p emberlab` alone unifies fewer features).
 (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --locked --workspace \
     --features "$FEATURES,emberlab/tch" --test conformance)
 
