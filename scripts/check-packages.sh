@@ -15,7 +15,8 @@
 # A crate that reads a file outside its own folder, or needs a workspace-only setting, fails
 # here. The scratch folder is `$CARGO_TARGET_DIR/package-check` (default target/), and builds
 # share the workspace's target folder. Set EMBER_PACKAGES_LOCKED=1 to keep the workspace's
-# Cargo.lock instead of resolving a fresh one (offline work).
+# Cargo.lock instead of resolving a fresh one (offline work). EMBER_UNIFY_FEATURES and
+# EMBER_UNIFY_ADDED: see below (scripts/test.sh sets them).
 #
 # (`cargo package`'s own verification builds every package in the unoptimised dev profile
 # with full debug info, burn included, each on its own: about as long as the whole CI run.)
@@ -67,6 +68,16 @@ else
     echo "packages: a freshly resolved lock file ($changed lines differ from the workspace's)"
 fi
 echo "${#members[@]} packages: ${members[*]}"
+# A later build in this workspace with more features (EMBER_UNIFY_ADDED, on top of the
+# test build's EMBER_UNIFY_FEATURES): a CI-only member asks for its features of the crates
+# both builds share now, except those above EMBER_UNIFY_KEEP_OUT, so that it rebuilds only
+# what the added features change (scripts/unify-features.py says why and what).
+if [ -n "${EMBER_UNIFY_ADDED:-}" ]; then
+    python3 "$ROOT/scripts/unify-features.py" "$SCRATCH" "${EMBER_UNIFY_FEATURES:?}" \
+        "$EMBER_UNIFY_ADDED" "${EMBER_UNIFY_KEEP_OUT:?}"
+    sed -i 's|^members = \[|members = ["ci-unify",|' "$SCRATCH/Cargo.toml"
+    (cd "$SCRATCH" && cargo update -w -q)
+fi
 case "$mode" in
     clippy)
         (cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo clippy --workspace --all-targets \

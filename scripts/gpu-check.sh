@@ -31,7 +31,7 @@ pack() {
     local log
     log="$(mktemp)"
     set -e
-    cargo test --release --features tch --test conformance --no-run 2>&1 | tee "$log"
+    cargo test --release -p emberlab-nn --features emberlab-backend/tch --test conformance --no-run 2>&1 | tee "$log"
     cargo bench --features tch --bench inference --bench sac_update --no-run 2>&1 | tee -a "$log"
     cargo build --release --features tch --example train_speed 2>&1 | tee -a "$log"
     set +e

@@ -11,11 +11,13 @@
 #    with Clippy as they build (`-D warnings`; EMBER_LINT=0 builds without): every crate
 #    packaged, unpacked and tested together against a freshly resolved lock file, with the
 #    MuJoCo tasks and the Gymnasium bridge, in one build; then the backend conformance suite
-#    on libtorch too, in a build of the same feature set plus `tch`. `burn/tch` turns on
-#    `burn-tensor/tch`, so burn-tensor and every burn crate above it rebuild (943 s of a
-#    63-minute run on 2 cores, 2026-11-28). It is kept apart because every binary linking
-#    libtorch starts ~0.5 s slower, which the tests that kill `ember` within milliseconds
-#    cannot absorb.
+#    (emberlab-nn's) on libtorch too, in a build of the same feature set plus `tch`. It is
+#    kept apart because every binary linking libtorch starts 0.3-0.5 s slower (libtorch's
+#    and CUDA's libraries load; measured with dlopen), which the tests that kill `ember`
+#    within milliseconds cannot absorb. `burn/tch` rebuilds burn-dispatch and the burn crates
+#    above it whatever we do; tch's downloader would also switch on default features of
+#    libc, half, syn… and so rebuild all of burn (943 s of a 63-minute CI run, 2026-11-28):
+#    scripts/unify-features.py gives the first build those features already.
 # 3. `ember` installed from its package with its default features (`cargo install --locked`,
 #    the unoptimised `install-check` profile: the check is that the package installs and
 #    runs from its own files, not its speed) trains, evaluates and plots from an empty folder
@@ -77,15 +79,19 @@ fi
 # (ndarray is on: emberlab-backend and emberlab-kernels are tested with their defaults.)
 FEATURES="emberlab/mujoco,emberlab/gym,emberlab-algo/mujoco,emberlab-cli/mujoco,emberlab-cli/gym"
 
+TCH="emberlab-backend/tch"
+
 section "the packaged crates, tested against a fresh lock file (scripts/check-packages.sh test)"
-scripts/check-packages.sh test --no-fail-fast --features "$FEATURES" "$@"
+EMBER_UNIFY_FEATURES="$FEATURES" EMBER_UNIFY_ADDED="$TCH" EMBER_UNIFY_KEEP_OUT=torch-sys \
+    scripts/check-packages.sh test --no-fail-fast --features "$FEATURES" "$@"
 SCRATCH="$(scripts/check-packages.sh dir)"
 
 section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), packaged"
-# `--workspace` with the features above, so that the dependencies `tch` does not touch keep
-# the feature set of the build above (`-p emberlab` alone unifies fewer features).
-(cd "$SCRATCH" && CARGO_TARGET_DIR="$TARGET" cargo test --locked --workspace \
-    --features "$FEATURES,emberlab/tch" --test conformance)
+# `--workspace` with the features above, so that every crate resolves the features of the
+# build above (`-p` alone would unify fewer); `--test conformance` builds only emberlab-nn's
+# suite and what it needs. EMBER_TEST_DEVICES names libtorch: a build without it fails.
+(cd "$SCRATCH" && EMBER_TEST_DEVICES=tch:cpu CARGO_TARGET_DIR="$TARGET" cargo test --locked \
+    --workspace --features "$FEATURES,$TCH" --test conformance)
 
 section "ember installed from its package: train, eval and plot from an empty folder"
 CLI="$(ls -d "$SCRATCH"/emberlab-cli-*)"

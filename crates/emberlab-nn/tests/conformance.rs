@@ -1,6 +1,8 @@
 //! Backend conformance: the same checks on every compiled backend (flex and ndarray in
-//! `cargo test --workspace`; libtorch CPU with `--features tch`, as `.ci/run` does; a GPU
-//! with `EMBER_TEST_DEVICES=tch:cuda:0`). Reference values come from flex.
+//! `cargo test --workspace`; libtorch CPU with `--features emberlab-backend/tch`, as
+//! `.ci/run` does; a GPU with `EMBER_TEST_DEVICES=tch:cuda:0`). Reference values come from
+//! flex. It lives in emberlab-nn, whose dependencies are all it needs, so that the libtorch
+//! build compiles burn and four of our crates, not the command and the cluster.
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{AdamConfig, GradientsParams};
