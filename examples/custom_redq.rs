@@ -52,16 +52,17 @@ const LR: f64 = 1e-3;
 
 /// The sizes and the schedule of a run. The default (every run but `--steps` with the
 /// flags below, and the learning test): `HIDDEN` critics, SAC's 256×256 actor, SAC's
-/// Pendulum batches of 256, the parts side by side. `--width 2 --batch 2` leaves the update
-/// almost no arithmetic, so its time is what its operations cost apart from their sizes;
-/// `--sequential` runs its parts one after the other on one core.
+/// Pendulum batches of 256, the parts scheduled as the first updates time fastest here
+/// (side by side or not). `--width 2 --batch 2` leaves the update almost no arithmetic, so
+/// its time is what its operations cost apart from their sizes; `--sequential` runs its
+/// parts one after the other on one core, `--parallel` side by side.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Shapes {
     /// Every hidden layer's width, the actor's and the critics' (`None`: the default).
     pub width: Option<usize>,
     /// Rows per update (`None`: the preset's).
     pub batch: Option<usize>,
-    /// The update's parts side by side or one after the other.
+    /// The update's parts side by side, one after the other, or whichever is faster.
     pub schedule: UpdateSchedule,
 }
 
@@ -425,8 +426,8 @@ pub fn train_resumable(
 /// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
 /// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`).
 /// `custom_redq --steps N --state DIR`: the same, kept in `DIR` every 100 env steps and
-/// resumed from it when started again. `--width W`, `--batch B` and `--sequential` after
-/// `--steps N` change the run's [`Shapes`] (not with `--state`).
+/// resumed from it when started again. `--width W`, `--batch B`, `--sequential` and
+/// `--parallel` after `--steps N` change the run's [`Shapes`] (not with `--state`).
 #[allow(dead_code)] // the learning test includes this file as a module
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -481,8 +482,9 @@ pub fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
             "--width" => shapes.width = Some(count(flag, flags.next())?),
             "--batch" => shapes.batch = Some(count(flag, flags.next())?),
             "--sequential" => shapes.schedule = UpdateSchedule::Sequential,
+            "--parallel" => shapes.schedule = UpdateSchedule::Parallel,
             _ => {
-                let expected = "--state DIR, --width W, --batch B or --sequential";
+                let expected = "--state DIR, --width W, --batch B, --sequential or --parallel";
                 return Err(Error::invalid("argument", flag, expected));
             }
         }

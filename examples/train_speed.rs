@@ -1,7 +1,10 @@
 //! End-to-end training speed: trains ALGO on ENV for STEPS env steps with the zoo preset
 //! and no evaluation, and prints one line ending in `env_steps_per_s=<x>`.
 //!
-//! `cargo run --release --example train_speed -- ALGO ENV STEPS [--replay uniform|prioritized|return_weighted] [--prefill N] [--device SPEC] [--gemm-stats]`
+//! `cargo run --release --example train_speed -- ALGO ENV STEPS [--replay uniform|prioritized|return_weighted] [--prefill N] [--device SPEC] [--schedule auto|parallel|sequential] [--gemm-stats]`
+//!
+//! `--schedule` sets SAC's, TD3's and DQN's update schedule (the preset's, `auto`, by
+//! default); the line then names what an auto schedule chose (`schedule=`).
 //!
 //! `--prefill N` pushes N synthetic transitions into the replay buffer first (not timed),
 //! so that sampling runs on a buffer of that size from the first update: seed problem 2
@@ -34,7 +37,7 @@ fn usage(what: &str) -> Error {
     Error::invalid(
         what,
         "missing or malformed",
-        "train_speed ALGO ENV STEPS [--replay uniform|prioritized|return_weighted] [--prefill N] [--device SPEC] [--gemm-stats]",
+        "train_speed ALGO ENV STEPS [--replay uniform|prioritized|return_weighted] [--prefill N] [--device SPEC] [--schedule auto|parallel|sequential] [--gemm-stats]",
     )
 }
 
@@ -59,12 +62,20 @@ fn main() -> Result<()> {
             .map_err(|_| Error::invalid("--prefill", n, "a number of transitions"))?,
     };
     let spec: DeviceSpec = flag(&args, "--device").unwrap_or("flex").parse()?;
+    let schedule = match flag(&args, "--schedule") {
+        None => None,
+        Some(s) => Some(
+            serde_json::from_value(serde_json::Value::String(s.into()))
+                .map_err(|_| Error::invalid("--schedule", s, "auto, parallel or sequential"))?,
+        ),
+    };
     let options = zoo::RunOptions {
         steps: Some(steps),
         evaluate: false,
         replay,
         prefill,
         seed: 0,
+        schedule,
     };
     let gemm_stats = args.iter().any(|a| a == "--gemm-stats");
     if gemm_stats {
@@ -80,6 +91,9 @@ fn main() -> Result<()> {
         report.wall_secs,
         report.env_steps as f64 / report.wall_secs
     );
+    for (name, tuning) in emberlab::algo::parts::tunings() {
+        println!("schedule {name}={tuning}");
+    }
     if gemm_stats {
         let g = emberlab::kernels::gemm_stats::snapshot().since(&gemm_before);
         let per_update = |x: u64| x as f64 / report.updates.max(1) as f64;

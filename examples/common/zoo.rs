@@ -4,8 +4,8 @@
 
 use emberlab::algo::{
     A2cConfig, Devices, DqnConfig, OffPolicyConfig, OffPolicyLearner, OnPolicyConfig, PpoConfig,
-    ReinforceConfig, ReplayKind, SacConfig, Td3Config, TrainReport, train_off_policy,
-    train_on_policy,
+    ReinforceConfig, ReplayKind, SacConfig, Td3Config, TrainReport, UpdateSchedule,
+    train_off_policy, train_on_policy,
 };
 use emberlab::core::{EmberRng, Error, Result, Space, Transition};
 use emberlab::env::{SyncVecEnv, VecEnv};
@@ -24,6 +24,8 @@ pub struct RunOptions {
     pub prefill: usize,
     /// Seed of the weights, the noise and the environments.
     pub seed: u64,
+    /// Update schedule of SAC, TD3 and DQN (`None`: the preset's).
+    pub schedule: Option<UpdateSchedule>,
 }
 
 /// The algorithms this runs, by the names the examples take.
@@ -54,6 +56,7 @@ pub fn run(
             let (config, trainer) = SacConfig::zoo(env_id)?;
             let config = SacConfig {
                 seed: options.seed,
+                update_schedule: options.schedule.unwrap_or(config.update_schedule),
                 ..config
             };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;
@@ -68,6 +71,7 @@ pub fn run(
             let (config, trainer) = Td3Config::zoo(env_id)?;
             let config = Td3Config {
                 seed: options.seed,
+                update_schedule: options.schedule.unwrap_or(config.update_schedule),
                 ..config
             };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;
@@ -82,6 +86,7 @@ pub fn run(
             let (config, trainer) = DqnConfig::zoo(env_id)?;
             let config = DqnConfig {
                 seed: options.seed,
+                update_schedule: options.schedule.unwrap_or(config.update_schedule),
                 ..config
             };
             let mut env = SyncVecEnv::from_id(env_id, 1)?;

@@ -48,7 +48,8 @@ pub struct DqnConfig {
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
     /// Parallel (each half of the batch's rows on a core of its own, their gradients
-    /// summed for one step) or sequential update; the same results either way.
+    /// summed for one step) or sequential update, or `auto` (the default): whichever runs
+    /// faster here; the same results every way.
     pub update_schedule: UpdateSchedule,
     /// Seed of the initial weights and of the exploration.
     pub seed: u64,
@@ -70,7 +71,7 @@ impl Default for DqnConfig {
             huber_delta: 1.0,
             max_grad_norm: 10.0,
             sync_every: 1,
-            update_schedule: UpdateSchedule::Parallel,
+            update_schedule: UpdateSchedule::Auto,
             seed: 0,
         }
     }

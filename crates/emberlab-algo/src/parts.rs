@@ -38,7 +38,7 @@
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
-pub use emberlab_kernels::parts::{Commit, Part, Parts, part};
+pub use emberlab_kernels::parts::{Commit, Part, Parts, Setting, Tuning, part, tunings};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -46,27 +46,37 @@ use std::ops::Range;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpdateSchedule {
+    /// Parallel or sequential, with spinning or blocking waits: whichever the learner's own
+    /// first updates run fastest on this machine, timed again when the load changes
+    /// ([`Parts::auto`]; `ember train --json` reports the choice).
+    #[default]
+    Auto,
     /// The update's independent parts on two threads (the caller and a helper; whichever
     /// finishes its parts first takes blocks of the other's large matrix products while it
     /// waits).
-    #[default]
     Parallel,
     /// Everything on the calling thread, one part after the other.
     Sequential,
 }
 
 impl UpdateSchedule {
-    /// The threads an update's parts are dealt to: 2 in parallel, else 1.
+    /// The most threads an update's parts are dealt to: 1 for sequential, else 2. (A
+    /// learner asks its [`Parts::threads`] for the next update's.)
     pub fn threads(self) -> usize {
         match self {
-            UpdateSchedule::Parallel => 2,
+            UpdateSchedule::Auto | UpdateSchedule::Parallel => 2,
             UpdateSchedule::Sequential => 1,
         }
     }
 
-    /// A [`Parts`] on [`UpdateSchedule::threads`] threads, its helpers named `name-1`, ...
+    /// A [`Parts`] for this schedule, its helpers named `name-1`, ... (and its choice
+    /// reported under `name`).
     pub fn parts(self, name: &str) -> Parts {
-        Parts::parallel(self.threads()).named(name)
+        match self {
+            UpdateSchedule::Auto => Parts::auto(self.threads()),
+            _ => Parts::parallel(self.threads()),
+        }
+        .named(name)
     }
 }
 

@@ -52,8 +52,8 @@ pub struct Td3Config {
     /// Refresh the acting copy every this many actor updates.
     pub sync_every: u64,
     /// Parallel (each half of the rows' gradients on a core of its own, then the critic
-    /// step beside the delayed actor step) or sequential update; the same results either
-    /// way.
+    /// step beside the delayed actor step) or sequential update, or `auto` (the default):
+    /// whichever runs faster here; the same results every way.
     pub update_schedule: UpdateSchedule,
     /// Seed of the weights and of the noise.
     pub seed: u64,
@@ -71,7 +71,7 @@ impl Default for Td3Config {
             target_noise_clip: 0.5,
             action_noise_std: 0.1,
             sync_every: 1,
-            update_schedule: UpdateSchedule::Parallel,
+            update_schedule: UpdateSchedule::Auto,
             seed: 0,
         }
     }

@@ -358,6 +358,10 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
     let mut kills = 0;
     let mut interrupted = 0;
     let mut first = true;
+    // Lives in a row that kept no new metrics row: each lengthens the next life by 20 ms,
+    // so that a loaded machine (slower start-ups) still finishes, while every life may
+    // still be cut at any instant, start-up included.
+    let (mut stalled, mut kept) = (0u64, 0usize);
     loop {
         let mut cmd = Command::new(EMBER);
         if first {
@@ -373,7 +377,7 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
             .unwrap();
         first = false;
         // Runs take a fraction of a second: kill early and often.
-        let delay = Duration::from_millis(15 + next(&mut rng) % 150);
+        let delay = Duration::from_millis(15 + next(&mut rng) % 150 + 20 * stalled);
         std::thread::sleep(delay);
         match child.try_wait().unwrap() {
             Some(status) => {
@@ -410,6 +414,13 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
                 assert!(kills < 400, "never finished");
             }
         }
+        let rows = std::fs::read_to_string(cwd.join("killed/metrics.csv"))
+            .map_or(0, |t| t.lines().count());
+        (stalled, kept) = if rows > kept {
+            (0, rows)
+        } else {
+            (stalled + 1, kept)
+        };
     }
     println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
     assert!(

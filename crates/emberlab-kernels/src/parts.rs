@@ -16,7 +16,9 @@
 //! beside a large one still pays, and so does a run of fewer parts than threads: a thread
 //! without parts goes straight to the gate and helps there (TD3's updates without an actor
 //! step, one part: +8.6% end to end on Pendulum). [`Parts::sequential`] computes every part in order on
-//! the calling thread, then commits every part in order.
+//! the calling thread, then commits every part in order. [`Parts::auto`] picks between
+//! them (and between spinning and blocking waits) by timing the first runs on the machine
+//! it runs on, and tries again when the load changes ([`tuner`]).
 //!
 //! ## Guarantees
 //! - **The same bits either way**, provided the parts are independent: no part reads what
@@ -54,12 +56,34 @@
 //! # }
 //! ```
 
-use crate::worker::{Helper, spin_budget, spun};
+pub mod tuner;
+
+use crate::worker::{Helper, cap_spin, spin_budget, spin_is_configured, spun};
 use crate::{Error, Result};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
+use tuner::Tuner;
+pub use tuner::{Setting, Tuning};
+
+/// The last trial of every tuned [`Parts`] of the process, by name.
+static TUNINGS: Mutex<Vec<(String, Tuning)>> = Mutex::new(Vec::new());
+
+/// What the tuned [`Parts`] of this process chose ([`Parts::auto`]), by their names
+/// (`ember-sac`, ...), the latest trial of each; empty before a trial ends. For reports:
+/// `ember train --json` and `ember bench` print it.
+pub fn tunings() -> Vec<(String, Tuning)> {
+    TUNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn publish(name: &str, tuning: &Tuning) {
+    let mut all = TUNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    match all.iter_mut().find(|(n, _)| n == name) {
+        Some((_, t)) => *t = tuning.clone(),
+        None => all.push((name.to_string(), tuning.clone())),
+    }
+}
 
 /// What a part does once every part has computed successfully (its optimizer step).
 pub type Commit<'a> = Box<dyn FnOnce() + Send + 'a>;
@@ -82,6 +106,7 @@ pub struct Parts {
     name: String,
     helpers: Vec<Helper>,
     arrivals: Vec<f64>,
+    tuner: Option<Tuner>,
 }
 
 impl Parts {
@@ -98,7 +123,42 @@ impl Parts {
             name: "ember-part".into(),
             helpers: Vec::new(),
             arrivals: Vec::new(),
+            tuner: None,
         }
+    }
+
+    /// Parts on `threads` threads or on the calling thread alone, whichever the first runs
+    /// time faster here, with spinning or with blocking waits (unless `EMBER_SPIN_US` sets
+    /// the spin); timed again when the load changes ([`tuner`]). The same results as either
+    /// fixed schedule. With `threads` 1 it is [`Parts::sequential`].
+    pub fn auto(threads: usize) -> Parts {
+        let threads = threads.max(1);
+        let mut candidates = vec![Setting {
+            threads,
+            spin: true,
+        }];
+        if threads > 1 {
+            if !spin_is_configured() {
+                candidates.push(Setting {
+                    threads,
+                    spin: false,
+                });
+            }
+            candidates.push(Setting {
+                threads: 1,
+                spin: true,
+            });
+        }
+        Parts {
+            tuner: (candidates.len() > 1).then(|| Tuner::new(candidates)),
+            ..Parts::parallel(threads)
+        }
+    }
+
+    /// What the last trial of an [`Parts::auto`] found (`None` for a fixed schedule, or
+    /// before the first trial ends).
+    pub fn tuning(&self) -> Option<&Tuning> {
+        self.tuner.as_ref().and_then(Tuner::tuning)
     }
 
     /// Names the helper threads `name-1`, `name-2`, ... (default `ember-part`).
@@ -107,9 +167,13 @@ impl Parts {
         self
     }
 
-    /// How many threads the parts are dealt to.
+    /// How many threads the next run deals its parts to (for [`Parts::auto`], the setting
+    /// its tuner has for that run: a learner that arranges its parts by thread asks this
+    /// before it builds them).
     pub fn threads(&self) -> usize {
-        self.threads
+        self.tuner
+            .as_ref()
+            .map_or(self.threads, |t| t.setting().threads)
     }
 
     /// Seconds after the first thread reached the gate at which each thread reached it, in
@@ -128,9 +192,22 @@ impl Parts {
     /// committed); [`Error::Panicked`] for a part that panicked while computing or
     /// committing; [`Error::Unavailable`] when a helper thread cannot be started.
     pub fn run(&mut self, what: &str, parts: Vec<Part<'_>>) -> Result<()> {
+        if let Some(tuner) = &self.tuner {
+            cap_spin((!tuner.setting().spin).then_some(0));
+        }
+        let result = self.run_now(what, parts);
+        if let Some(tuner) = &mut self.tuner
+            && let Some(tuning) = tuner.after_run(Instant::now())
+        {
+            publish(&self.name, tuning);
+        }
+        result
+    }
+
+    fn run_now(&mut self, what: &str, parts: Vec<Part<'_>>) -> Result<()> {
         // Threads without parts of their own still help: they take blocks of the others'
-        // large products at the gate.
-        let threads = if parts.is_empty() { 1 } else { self.threads };
+        // large products at the gate. (An empty run helps no one: it stays here.)
+        let threads = if parts.is_empty() { 1 } else { self.threads() };
         if threads == 1 {
             let gate = Gate::new(1);
             let failed = on_thread(what, 0, parts.into_iter().enumerate().collect(), &gate);
@@ -372,6 +449,28 @@ mod tests {
             r.unwrap();
             assert!(committed.iter().all(|c| *c));
         }
+    }
+
+    #[test]
+    fn an_auto_schedule_gives_the_fixed_bits_and_reports_its_choice() {
+        let on = Mutex::new(Vec::new());
+        let (mut a, mut b) = ([0.5, 1.0, 1.5, 2.0, 2.5], [0.5, 1.0, 1.5, 2.0, 2.5]);
+        let (mut seq, mut auto) = (Parts::sequential(), Parts::auto(2).named("test-auto"));
+        let trial = tuner::WARMUP_RUNS + 3 * tuner::ROUNDS * tuner::BLOCK_RUNS;
+        let mut threads = std::collections::BTreeSet::new();
+        for _ in 0..trial + 5 {
+            threads.insert(auto.threads());
+            squares(&mut seq, &mut a, &on);
+            squares(&mut auto, &mut b, &on);
+        }
+        assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits));
+        // Both schedules ran during the trial (unless EMBER_SPIN_US left two settings).
+        assert_eq!(threads.into_iter().collect::<Vec<_>>(), vec![1, 2]);
+        let tuning = auto.tuning().expect("the trial has ended").clone();
+        assert!(tuning.tried.len() >= 2 && tuning.tried.iter().all(|(_, s)| *s > 0.0));
+        assert!(tuning.tried.iter().any(|(s, _)| *s == tuning.chosen));
+        assert!(tunings().contains(&("test-auto".to_string(), tuning)));
+        crate::worker::cap_spin(None);
     }
 
     #[test]

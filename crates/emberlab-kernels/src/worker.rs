@@ -46,24 +46,50 @@ fn configured_us() -> u64 {
     })
 }
 
+/// Whether `EMBER_SPIN_US` sets the budget (then no tuner changes it: [`cap_spin`]).
+pub fn spin_is_configured() -> bool {
+    std::env::var_os("EMBER_SPIN_US").is_some()
+}
+
 /// The adapted budget in µs ([`spun`]); `u64::MAX` until the first spin ends.
 static ADAPTED_US: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// How long a wait spins now before it blocks: at most the configured budget
-/// (`EMBER_SPIN_US`), less while spins run out ([`spun`]).
-pub fn spin_budget() -> Duration {
-    Duration::from_micros(match ADAPTED_US.load(Ordering::Relaxed) {
+/// A cap on the budget in µs, set by a tuner ([`cap_spin`]); `u64::MAX`: none.
+static CAP_US: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The budget before the cap: configured, adapted by [`spun`].
+fn uncapped_us() -> u64 {
+    match ADAPTED_US.load(Ordering::Relaxed) {
         u64::MAX => configured_us(),
         us => us,
-    })
+    }
+}
+
+/// How long a wait spins now before it blocks: at most the configured budget
+/// (`EMBER_SPIN_US`), less while spins run out ([`spun`]), and at most the cap a tuner set
+/// ([`cap_spin`]).
+pub fn spin_budget() -> Duration {
+    Duration::from_micros(uncapped_us().min(CAP_US.load(Ordering::Relaxed)))
+}
+
+/// Caps the spin budget of every wait in the process at `us` µs (`None` lifts the cap).
+/// An update tuner ([`crate::parts::Parts::auto`]) blocks at once (`Some(0)`) where that
+/// measured faster: on two hyperthreads of one core, a spinning thread slows the thread it
+/// waits for. While a cap holds, spins do not adapt the budget ([`spun`]).
+pub fn cap_spin(us: Option<u64>) {
+    CAP_US.store(us.unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// Records how a spin of [`spin_budget`] ended: `in_time` if what it waited for came
 /// before the budget ran out. One that ran out halves the budget; one in time gives back
 /// 1/64 of the configured budget, up to all of it. (Threads racing here may lose one
-/// another's step: the budget is a hint, not a count.)
+/// another's step: the budget is a hint, not a count.) Ignored while a cap holds
+/// ([`cap_spin`]): the budget is then the cap's, not the machine's.
 pub fn spun(in_time: bool) {
-    let now = spin_budget().as_micros() as u64;
+    if CAP_US.load(Ordering::Relaxed) != u64::MAX {
+        return;
+    }
+    let now = uncapped_us();
     ADAPTED_US.store(adapted(now, configured_us(), in_time), Ordering::Relaxed);
 }
 

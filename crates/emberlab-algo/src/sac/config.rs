@@ -27,7 +27,7 @@ pub struct SacConfig {
     pub auto_alpha: bool,
     /// Target entropy; `None` means `−act_dim`.
     pub target_entropy: Option<f64>,
-    /// Parallel or sequential update.
+    /// Parallel or sequential update, or `auto` (the default): whichever runs faster here.
     pub update_schedule: UpdateSchedule,
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
@@ -54,7 +54,7 @@ impl Default for SacConfig {
             init_alpha: 1.0,
             auto_alpha: true,
             target_entropy: None,
-            update_schedule: UpdateSchedule::Parallel,
+            update_schedule: UpdateSchedule::Auto,
             sync_every: 1,
             use_sde: false,
             sde_log_std_init: -3.0,

@@ -1,9 +1,9 @@
 //! The [`Sac`] learner: its networks and optimizers, acting, checkpoints, and the
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
+use super::SacConfig;
 use super::balance::NextValuesBalance;
 use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
-use super::{SacConfig, UpdateSchedule};
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
@@ -55,7 +55,7 @@ pub struct Sac {
     sde: SdeSchedule,
     /// Runs the critic half beside the actor half (the config's schedule).
     parts: Parts,
-    /// Which thread computes the next values under [`UpdateSchedule::Parallel`].
+    /// Which thread computes the next values when an update runs in parallel.
     balance: NextValuesBalance,
     /// The acting copy (module, updates since its refresh) from before the parallel
     /// schedule refreshed it while the critic half was still stepping; taken when the
@@ -192,7 +192,8 @@ impl Sac {
         let lr = self.config.learning_rate;
         let frozen = self.critic.clone().no_grad();
         let batch = x.next_obs.dims()[0];
-        let parallel = self.config.update_schedule == UpdateSchedule::Parallel;
+        // The schedule of this run (an auto schedule may change between updates).
+        let parallel = self.parts.threads() > 1;
         let rows = if parallel {
             self.balance.rows(batch)
         } else {
@@ -475,6 +476,7 @@ impl Persist for Sac {
 
 #[cfg(test)]
 mod tests {
+    use super::super::UpdateSchedule;
     use super::*;
     use emberlab_core::BoxSpace;
 
@@ -527,5 +529,34 @@ mod tests {
             assert_eq!(state(&seq), state(&par), "update {step}, share {share}");
         }
         assert_ne!(state(&seq), before);
+    }
+
+    /// The auto schedule moves between parallel and sequential updates while it times
+    /// them; every update gives the sequential bits.
+    #[test]
+    fn an_auto_schedule_gives_the_sequential_bits_as_it_changes() {
+        let mut seq = learner(UpdateSchedule::Sequential);
+        let mut auto = learner(UpdateSchedule::Auto);
+        let mut rng = EmberRng::seed_from(5);
+        let n = 16;
+        let mut threads = std::collections::BTreeSet::new();
+        for step in 0..200u64 {
+            threads.insert(auto.parts.threads());
+            let mut b = Batch::with_capacity(3, 2, n);
+            let mut draw = |k: usize| -> Vec<f32> {
+                (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
+            };
+            (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
+            (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
+            (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+            let (s, a) = (seq.update(&b, step), auto.update(&b, step));
+            assert_eq!(s.unwrap(), a.unwrap(), "update {step}");
+        }
+        assert_eq!(state(&seq), state(&auto));
+        assert_eq!(threads.into_iter().collect::<Vec<_>>(), vec![1, 2]);
+        assert!(
+            auto.parts.tuning().is_some(),
+            "the trial ended within 200 updates"
+        );
     }
 }

@@ -28,7 +28,9 @@
 //! meet before stepping, by a share of the measured gap (`balance`).
 //! The noise of both is
 //! drawn on the host before either starts, so the parallel schedule computes exactly what
-//! [`UpdateSchedule::Sequential`] computes (bit-identical, tested). Both losses are checked
+//! [`UpdateSchedule::Sequential`] computes (bit-identical, tested), and
+//! [`UpdateSchedule::Auto`] (the default) may move between them from one update to the
+//! next, whichever times faster on the machine. Both losses are checked
 //! before any parameter changes: a NaN or infinite loss returns
 //! [`emberlab_core::Error::Diverged`] and leaves the learner as it was.
 

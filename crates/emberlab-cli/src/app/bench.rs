@@ -181,7 +181,12 @@ fn sac_update(secs: f64) -> Result<Vec<Figure>> {
     b.truncated = vec![0.0; 256];
     b.weights = vec![1.0; 256];
     for spec in DeviceSpec::compiled_cpu() {
-        for schedule in [UpdateSchedule::Sequential, UpdateSchedule::Parallel] {
+        let schedules = [
+            UpdateSchedule::Sequential,
+            UpdateSchedule::Parallel,
+            UpdateSchedule::Auto,
+        ];
+        for schedule in schedules {
             let mut learner = sac(&spec, schedule)?;
             let mut step = 0;
             let t = time(secs, || {

@@ -301,6 +301,17 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                     println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
                 }
             }
+            // What the auto schedules chose (`…/auto_…` figures).
+            for (name, t) in emberlab_algo::parts::tunings() {
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"schedule": name, "choice": schedules_json()[&name]})
+                    );
+                } else {
+                    println!("# {name}: {t}");
+                }
+            }
             Ok(())
         }
         Command::Keygen(args) => {
@@ -468,6 +479,7 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
                 "updates": report.progress.updates,
                 "final_eval": last,
                 "wall_secs": report.wall_secs,
+                "schedules": schedules_json(),
             })
         );
     } else if !args.quiet {
@@ -481,6 +493,24 @@ fn train_cmd(args: TrainArgs, raw: &[String]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What each auto-scheduled update chose on this machine (`UpdateSchedule::Auto`): by
+/// name, the setting in use and every setting's measured milliseconds per update.
+fn schedules_json() -> serde_json::Value {
+    let all = emberlab_algo::parts::tunings()
+        .into_iter()
+        .map(|(name, t)| {
+            let tried: serde_json::Map<String, serde_json::Value> = t
+                .tried
+                .iter()
+                .map(|(s, secs)| (s.to_string(), serde_json::json!(secs * 1e3)))
+                .collect();
+            let v = serde_json::json!({"chosen": t.chosen.to_string(), "ms": tried, "trials": t.trials});
+            (name, v)
+        })
+        .collect::<serde_json::Map<_, _>>();
+    serde_json::Value::Object(all)
 }
 
 /// `--seeds A..B --jobs J`: one child `ember train` per seed, J at a time.
