@@ -90,7 +90,9 @@ section "the backend conformance suite on flex, ndarray and libtorch (tch:cpu), 
 # `--workspace` with the features above, so that every crate resolves the features of the
 # build above (`-p` alone would unify fewer); `--test conformance` builds only emberlab-nn's
 # suite and what it needs. EMBER_TEST_DEVICES names libtorch: a build without it fails.
-(cd "$SCRATCH" && EMBER_TEST_DEVICES=tch:cpu CARGO_TARGET_DIR="$TARGET" cargo test --locked \
+# (Only the front crate's binaries carry an rpath to libtorch; this one finds it here.)
+(cd "$SCRATCH" && EMBER_TEST_DEVICES=tch:cpu CARGO_TARGET_DIR="$TARGET" \
+    LD_LIBRARY_PATH="$EMBER_LIBTORCH_LIB:$LD_LIBRARY_PATH" cargo test --locked \
     --workspace --features "$FEATURES,$TCH" --test conformance)
 
 section "ember installed from its package: train, eval and plot from an empty folder"

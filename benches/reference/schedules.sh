@@ -61,7 +61,7 @@ run_one() {
         --out "$dir" --quiet --json > "$dir.json" 2>/dev/null
     chosen="$(python3 -c 'import json,sys
 d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
-print("; ".join(f"{k}: {v[\"chosen\"]}" for k, v in d.get("schedules", {}).items()) or "-")' "$dir.json")"
+print("; ".join(k + ": " + v["chosen"] for k, v in d.get("schedules", {}).items()) or "-")' "$dir.json")"
     python3 - "$dir/metrics.csv" "$from" "$steps" "$task" "$setting" "$chosen" <<'PY'
 import csv, sys
 path, a, b, task, setting, chosen = sys.argv[1:]

@@ -192,10 +192,13 @@ impl Parts {
     /// committed); [`Error::Panicked`] for a part that panicked while computing or
     /// committing; [`Error::Unavailable`] when a helper thread cannot be started.
     pub fn run(&mut self, what: &str, parts: Vec<Part<'_>>) -> Result<()> {
-        if let Some(tuner) = &self.tuner {
-            cap_spin((!tuner.setting().spin).then_some(0));
-        }
-        let result = self.run_now(what, parts);
+        // A tuned run's spin, on each thread it runs on (`on_thread`); a fixed schedule
+        // leaves the threads' spin as it is.
+        let cap = self
+            .tuner
+            .as_ref()
+            .map(|t| (!t.setting().spin).then_some(0));
+        let result = self.run_now(what, parts, cap);
         if let Some(tuner) = &mut self.tuner
             && let Some(tuning) = tuner.after_run(Instant::now())
         {
@@ -204,13 +207,14 @@ impl Parts {
         result
     }
 
-    fn run_now(&mut self, what: &str, parts: Vec<Part<'_>>) -> Result<()> {
+    fn run_now(&mut self, what: &str, parts: Vec<Part<'_>>, cap: Option<Spin>) -> Result<()> {
         // Threads without parts of their own still help: they take blocks of the others'
         // large products at the gate. (An empty run helps no one: it stays here.)
         let threads = if parts.is_empty() { 1 } else { self.threads() };
         if threads == 1 {
             let gate = Gate::new(1);
-            let failed = on_thread(what, 0, parts.into_iter().enumerate().collect(), &gate);
+            let group = parts.into_iter().enumerate().collect();
+            let failed = on_thread(what, 0, group, &gate, cap);
             return failed.into_iter().next().map_or(Ok(()), |(_, e)| Err(e));
         }
         while self.helpers.len() < threads - 1 {
@@ -222,7 +226,7 @@ impl Parts {
             groups[i % threads].push((i, p));
         }
         let gate = Gate::new(threads);
-        let mut failures = fork(what, &self.helpers[..threads - 1], groups, &gate)?;
+        let mut failures = fork(what, &self.helpers[..threads - 1], groups, &gate, cap)?;
         self.arrivals = gate.arrivals();
         // The lowest-numbered part's failure wins; commit panics rank last.
         failures.sort_by_key(|(i, _)| *i);
@@ -233,6 +237,10 @@ impl Parts {
 /// A failure and the number of its part (commit panics rank after every part).
 type Failure = (usize, Error);
 
+/// A tuned run's spin cap for its threads ([`cap_spin`]); `None` in the outer option: a
+/// fixed schedule, which leaves each thread's cap alone.
+type Spin = Option<u64>;
+
 /// Runs `groups[0]` here and `groups[k]` on `helpers[k − 1]`, all at once; returns every
 /// thread's failures.
 fn fork(
@@ -240,17 +248,18 @@ fn fork(
     helpers: &[Helper],
     mut groups: Vec<Vec<(usize, Part<'_>)>>,
     gate: &Gate,
+    cap: Option<Spin>,
 ) -> Result<Vec<Failure>> {
     let Some((helper, rest)) = helpers.split_last() else {
         let group = groups.pop().unwrap_or_default();
-        return Ok(on_thread(what, 0, group, gate));
+        return Ok(on_thread(what, 0, group, gate, cap));
     };
     let mine = groups.pop().unwrap_or_default();
     let thread = helpers.len();
     let (theirs, others) = helper.join(
         what,
-        || on_thread(what, thread, mine, gate),
-        || fork(what, rest, groups, gate),
+        || on_thread(what, thread, mine, gate, cap),
+        || fork(what, rest, groups, gate, cap),
     )?;
     let mut all = others?;
     all.extend(theirs);
@@ -265,7 +274,12 @@ fn on_thread(
     thread: usize,
     group: Vec<(usize, Part<'_>)>,
     gate: &Gate,
+    cap: Option<Spin>,
 ) -> Vec<Failure> {
+    if let Some(cap) = cap {
+        // Kept after the run: a helper's wait for its next job spins (or not) as it did.
+        cap_spin(cap);
+    }
     let mut commits = Vec::with_capacity(group.len());
     let mut failed = Vec::new();
     for (i, compute) in group {
@@ -470,7 +484,6 @@ mod tests {
         assert!(tuning.tried.len() >= 2 && tuning.tried.iter().all(|(_, s)| *s > 0.0));
         assert!(tuning.tried.iter().any(|(s, _)| *s == tuning.chosen));
         assert!(tunings().contains(&("test-auto".to_string(), tuning)));
-        crate::worker::cap_spin(None);
     }
 
     #[test]

@@ -54,8 +54,11 @@ pub fn spin_is_configured() -> bool {
 /// The adapted budget in µs ([`spun`]); `u64::MAX` until the first spin ends.
 static ADAPTED_US: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// A cap on the budget in µs, set by a tuner ([`cap_spin`]); `u64::MAX`: none.
-static CAP_US: AtomicU64 = AtomicU64::new(u64::MAX);
+thread_local! {
+    /// This thread's cap on the budget in µs, set by a tuner ([`cap_spin`]); `u64::MAX`:
+    /// none.
+    static CAP_US: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+}
 
 /// The budget before the cap: configured, adapted by [`spun`].
 fn uncapped_us() -> u64 {
@@ -69,15 +72,17 @@ fn uncapped_us() -> u64 {
 /// (`EMBER_SPIN_US`), less while spins run out ([`spun`]), and at most the cap a tuner set
 /// ([`cap_spin`]).
 pub fn spin_budget() -> Duration {
-    Duration::from_micros(uncapped_us().min(CAP_US.load(Ordering::Relaxed)))
+    Duration::from_micros(uncapped_us().min(CAP_US.with(std::cell::Cell::get)))
 }
 
-/// Caps the spin budget of every wait in the process at `us` µs (`None` lifts the cap).
-/// An update tuner ([`crate::parts::Parts::auto`]) blocks at once (`Some(0)`) where that
-/// measured faster: on two hyperthreads of one core, a spinning thread slows the thread it
-/// waits for. While a cap holds, spins do not adapt the budget ([`spun`]).
+/// Caps the spin budget of the calling thread's waits at `us` µs (`None` lifts the cap).
+/// An update tuner ([`crate::parts::Parts::auto`]) caps its own threads (the caller and its
+/// helpers) at 0, blocking at once, where that measured faster: on two hyperthreads of one
+/// core, a spinning thread slows the thread it waits for. Other threads, another learner's
+/// in the same process among them, keep theirs. While a cap holds, the thread's spins do
+/// not adapt the budget ([`spun`]).
 pub fn cap_spin(us: Option<u64>) {
-    CAP_US.store(us.unwrap_or(u64::MAX), Ordering::Relaxed);
+    CAP_US.with(|c| c.set(us.unwrap_or(u64::MAX)));
 }
 
 /// Records how a spin of [`spin_budget`] ended: `in_time` if what it waited for came
@@ -86,7 +91,7 @@ pub fn cap_spin(us: Option<u64>) {
 /// another's step: the budget is a hint, not a count.) Ignored while a cap holds
 /// ([`cap_spin`]): the budget is then the cap's, not the machine's.
 pub fn spun(in_time: bool) {
-    if CAP_US.load(Ordering::Relaxed) != u64::MAX {
+    if CAP_US.with(std::cell::Cell::get) != u64::MAX {
         return;
     }
     let now = uncapped_us();
