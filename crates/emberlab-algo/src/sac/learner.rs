@@ -503,6 +503,17 @@ mod tests {
         all.iter().map(|v| v.to_bits()).collect()
     }
 
+    /// `n` random transitions of the learner's spaces (3 observations, 2 actions).
+    fn batch(rng: &mut EmberRng, n: usize) -> Batch {
+        let mut b = Batch::with_capacity(3, 2, n);
+        let mut draw =
+            |k: usize| -> Vec<f32> { (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect() };
+        (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
+        (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
+        (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+        b
+    }
+
     #[test]
     fn any_rows_on_the_actor_thread_give_the_sequential_bits() {
         let mut seq = learner(UpdateSchedule::Sequential);
@@ -517,13 +528,7 @@ mod tests {
             .enumerate()
         {
             par.balance.set_share(share);
-            let mut b = Batch::with_capacity(3, 2, n);
-            let mut draw = |k: usize| -> Vec<f32> {
-                (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
-            };
-            (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
-            (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
-            (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+            let b = batch(&mut rng, n);
             let (s, p) = (seq.update(&b, step as u64), par.update(&b, step as u64));
             assert_eq!(s.unwrap(), p.unwrap(), "update {step}, share {share}");
             assert_eq!(state(&seq), state(&par), "update {step}, share {share}");
@@ -542,13 +547,7 @@ mod tests {
         let mut threads = std::collections::BTreeSet::new();
         for step in 0..200u64 {
             threads.insert(auto.parts.threads());
-            let mut b = Batch::with_capacity(3, 2, n);
-            let mut draw = |k: usize| -> Vec<f32> {
-                (0..k).map(|_| rng.next_f64() as f32 * 2.0 - 1.0).collect()
-            };
-            (b.obs, b.action, b.next_obs) = (draw(n * 3), draw(n * 2), draw(n * 3));
-            (b.reward, b.terminated) = (draw(n), vec![0.0; n]);
-            (b.truncated, b.weights, b.len) = (vec![0.0; n], vec![1.0; n], n);
+            let b = batch(&mut rng, n);
             let (s, a) = (seq.update(&b, step), auto.update(&b, step));
             assert_eq!(s.unwrap(), a.unwrap(), "update {step}");
         }

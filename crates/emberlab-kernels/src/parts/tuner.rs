@@ -18,7 +18,10 @@
 //! 2. it keeps the setting with the least median block time;
 //! 3. it keeps timing blocks, and tries again when the median of the last [`CHECK_BLOCKS`]
 //!    blocks moves more than [`DRIFT`] away from what the trial measured (another process
-//!    came or went), and every [`PERIOD_BLOCKS`] blocks in any case.
+//!    came or went), and every [`PERIOD_BLOCKS`] blocks in any case. A trial that keeps the
+//!    setting it had doubles the blocks that must pass before the next drift counts (an
+//!    update whose cost moves on its own, as DQN's bursts of 128 updates every 256 env
+//!    steps, stops paying for trials); one that changes it starts over.
 //!
 //! A trial costs a few hundred milliseconds of updates run on settings that may be slower;
 //! the results are the same whichever runs.
@@ -107,6 +110,9 @@ enum Phase {
 pub(crate) struct Tuner {
     candidates: Vec<Setting>,
     phase: Phase,
+    /// Blocks after a trial before a drift starts another (doubles while trials keep
+    /// the same setting).
+    holdoff: u64,
     in_block: usize,
     block_start: Instant,
     tuning: Option<Tuning>,
@@ -142,6 +148,7 @@ impl Tuner {
         Tuner {
             candidates,
             phase: Phase::Warmup { left: WARMUP_RUNS },
+            holdoff: CHECK_BLOCKS as u64,
             in_block: 0,
             block_start: Instant::now(),
             tuning: None,
@@ -220,6 +227,12 @@ impl Tuner {
                     .copied()
                     .fold(order[0], |b, i| if medians[i] < medians[b] { i } else { b });
                 let trials = self.tuning.as_ref().map_or(0, |t| t.trials) + 1;
+                self.holdoff = match &self.tuning {
+                    Some(t) if t.chosen == self.candidates[index] => {
+                        (self.holdoff * 2).min(PERIOD_BLOCKS)
+                    }
+                    _ => CHECK_BLOCKS as u64,
+                };
                 self.tuning = Some(Tuning {
                     chosen: self.candidates[index],
                     tried: (0..n)
@@ -246,7 +259,7 @@ impl Tuner {
                     recent.remove(0);
                 }
                 recent.push(secs);
-                let drifted = recent.len() == CHECK_BLOCKS && {
+                let drifted = recent.len() == CHECK_BLOCKS && *blocks >= self.holdoff && {
                     let ratio = median(recent) / *baseline;
                     !(1.0 / DRIFT..=DRIFT).contains(&ratio)
                 };
