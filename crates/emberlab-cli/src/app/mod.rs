@@ -302,13 +302,17 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                 }
             }
             // What the auto schedules chose (`…/auto_…` figures).
-            for (name, t) in emberlab_algo::parts::tunings() {
-                if args.json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"schedule": name, "choice": schedules_json()[&name]})
-                    );
-                } else {
+            if args.json {
+                if let serde_json::Value::Object(all) = schedules_json() {
+                    for (name, choice) in all {
+                        println!(
+                            "{}",
+                            serde_json::json!({"schedule": name, "choice": choice})
+                        );
+                    }
+                }
+            } else {
+                for (name, t) in emberlab_algo::parts::tunings() {
                     println!("# {name}: {t}");
                 }
             }
