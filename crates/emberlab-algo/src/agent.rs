@@ -148,3 +148,14 @@ pub trait OnnxPolicy: Agent {
         Ok(g.to_bytes("ember"))
     }
 }
+
+/// A borrowed agent acts as the agent (so `&mut dyn Agent` goes where an `Agent` is asked).
+impl<T: Agent + ?Sized> Agent for &mut T {
+    fn obs_dim(&self) -> usize {
+        (**self).obs_dim()
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        (**self).act(obs, explore, out)
+    }
+}

@@ -264,3 +264,71 @@ pub trait OnPolicyLearner: Agent {
         None
     }
 }
+
+/// A borrowed learner trains as the learner: a trainer drives `&mut dyn OffPolicyLearner`
+/// (a learner chosen at run time) as it drives a concrete one.
+impl<T: OffPolicyLearner + ?Sized> OffPolicyLearner for &mut T {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        (**self).update(batch, step)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        (**self).on_env_steps(env_steps, total_steps);
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        (**self).progress()
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        (**self).gamma()
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        (**self).checkpoint()
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        (**self).training_state()
+    }
+}
+
+/// A borrowed learner trains as the learner (see the [`OffPolicyLearner`] impl).
+impl<T: OnPolicyLearner + ?Sized> OnPolicyLearner for &mut T {
+    fn act_rollout(
+        &mut self,
+        obs: &[f32],
+        out: &mut crate::agent::ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        (**self).act_rollout(obs, out, record)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        (**self).on_env_steps(env_steps, total_steps);
+    }
+
+    fn advantage_mode(&self) -> AdvantageMode {
+        (**self).advantage_mode()
+    }
+
+    fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
+        (**self).values(obs)
+    }
+
+    fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        (**self).update(batch, step)
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        (**self).progress()
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        (**self).checkpoint()
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        (**self).training_state()
+    }
+}

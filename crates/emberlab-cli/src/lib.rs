@@ -6,7 +6,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`app`] | the `ember` command itself; a program of your own can register environments and call [`app::main_with_args`] |
+//! | [`app`] | the `ember` command itself; a program of your own can register environments (`emberlab_env::register`) and learners (`emberlab_run::register`) and call [`app::main_with_args`] |
 //! | [`metrics`] | `metrics.csv` + `metrics.jsonl`: fixed columns plus the algorithm's own metrics, flushed per row, cut back exactly on resume |
 //! | [`evaluations`] | `evaluations.csv`: mean and std of each evaluation's returns, same resume rule |
 //! | [`tensorboard`] | TensorBoard event files (scalars), hand-encoded protobuf in TFRecord framing |

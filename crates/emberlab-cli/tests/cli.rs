@@ -4,8 +4,11 @@
 //! one loadable.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
+
+mod common;
+
+use common::{Stops, assert_same_learning, learning_columns, listing, stop_and_resume};
 
 const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 
@@ -14,6 +17,13 @@ fn temp(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The `ember` binary with `args`.
+fn binary(args: &[&str]) -> Command {
+    let mut c = Command::new(EMBER);
+    c.args(args);
+    c
 }
 
 fn ember(args: &[&str], cwd: &Path) -> Output {
@@ -90,23 +100,6 @@ fn one_line_error(out: &Output, expected: &[&str], what: &str) {
     for e in expected {
         assert!(lines[0].contains(e), "{what}: `{e}` missing from {stderr}");
     }
-}
-
-fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -303,42 +296,6 @@ fn mistakes_are_one_line_with_exit_code_2() {
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 
-/// The columns of a metrics or evaluations file that do not depend on timing.
-fn learning_columns(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let keep: Vec<usize> = (0..header.len())
-        .filter(|&i| {
-            !matches!(
-                header[i],
-                "wall_secs" | "env_steps_per_sec" | "updates_per_sec"
-            )
-        })
-        .collect();
-    lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            keep.iter().map(|&i| f[i]).collect::<Vec<_>>().join(",")
-        })
-        .collect()
-}
-
-/// The tensor data of a safetensors file (after its JSON header, whose metadata keys come
-/// in no fixed order).
-fn tensor_bytes(file: &[u8]) -> &[u8] {
-    let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
-    &file[8 + n..]
-}
-
-/// A tiny generator for kill delays.
-fn next(state: &mut u64) -> u64 {
-    *state = state
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    *state >> 33
-}
-
 /// Stops the run `kills` times — SIGKILL, or SIGINT (Ctrl-C: the run writes a checkpoint
 /// and exits with 130) — and resumes it each time.
 fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) {
@@ -354,105 +311,22 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
 
     let mut args = small(algo);
     args.extend(["--out", "killed"]);
-    let mut rng = seed;
-    let mut kills = 0;
-    let mut interrupted = 0;
-    let mut first = true;
-    // Lives in a row that kept no new metrics row: each lengthens the next life by 20 ms,
-    // so that a loaded machine (slower start-ups) still finishes, while every life may
-    // still be cut at any instant, start-up included.
-    let (mut stalled, mut kept) = (0u64, 0usize);
-    loop {
-        let mut cmd = Command::new(EMBER);
-        if first {
-            cmd.args(&args);
-        } else {
-            cmd.args(["train", "--resume", "killed", "--quiet"]);
-        }
-        let mut child = cmd
-            .current_dir(&cwd)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        first = false;
-        // Runs take a fraction of a second: kill early and often.
-        let delay = Duration::from_millis(15 + next(&mut rng) % 150 + 20 * stalled);
-        std::thread::sleep(delay);
-        match child.try_wait().unwrap() {
-            Some(status) => {
-                let out = child.wait_with_output().unwrap();
-                assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                break;
-            }
-            None if signal == "KILL" => {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                kills += 1;
-                assert!(kills < 400, "never finished");
-            }
-            None => {
-                let pid = child.id().to_string();
-                let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-                assert!(sent.success());
-                let out = child.wait_with_output().unwrap();
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                if out.status.success() {
-                    break; // it finished first
-                }
-                // Before the handler is installed (the first milliseconds) SIGINT simply
-                // ends the process; after, the run checkpoints and exits with 130.
-                if let Some(code) = out.status.code() {
-                    assert_eq!(code, 130, "{stderr}");
-                    assert!(
-                        stderr.contains("interrupted at") && stderr.contains("--resume"),
-                        "{stderr}"
-                    );
-                    interrupted += 1;
-                }
-                kills += 1;
-                assert!(kills < 400, "never finished");
-            }
-        }
-        let rows = std::fs::read_to_string(cwd.join("killed/metrics.csv"))
-            .map_or(0, |t| t.lines().count());
-        (stalled, kept) = if rows > kept {
-            (0, rows)
-        } else {
-            (stalled + 1, kept)
-        };
-    }
+    let Stops { kills, interrupted } =
+        stop_and_resume(&binary, &cwd, &args, "killed", signal, seed);
     println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
     assert!(
         signal == "KILL" || interrupted >= 1,
         "no Ctrl-C was handled"
     );
     assert!(kills >= 2, "{algo}: killed only {kills} times");
-    for file in ["metrics.csv", "evaluations.csv"] {
-        assert_eq!(
-            learning_columns(&cwd.join("whole").join(file)),
-            learning_columns(&cwd.join("killed").join(file)),
-            "{algo}: {file} after {kills} kills"
-        );
-    }
+    assert_same_learning(
+        &cwd.join("whole"),
+        &cwd.join("killed"),
+        &format!("{algo} after {kills} kills"),
+    );
     let rows = learning_columns(&cwd.join("whole/metrics.csv"));
     let want = if algo.starts_with("sac") { 12 } else { 40 };
     assert_eq!(rows.len(), want, "{algo}: a row every 100 env steps");
-    // The best weights (a safetensors file per network) hold the same values, and the
-    // final checkpoints evaluate alike.
-    let mut networks = 0;
-    for (path, bytes) in listing(&cwd.join("whole/best")) {
-        if path.extension().is_some_and(|e| e == "safetensors") {
-            let other = std::fs::read(cwd.join("killed/best").join(path.file_name().unwrap()));
-            assert!(
-                tensor_bytes(&bytes) == tensor_bytes(&other.unwrap()),
-                "{}",
-                path.display()
-            );
-            networks += 1;
-        }
-    }
-    assert!(networks >= 1, "{algo}: best weights written");
     if algo == "sac" && signal == "KILL" {
         tensorboard_has_the_run(&cwd.join("whole"));
     }

@@ -4,28 +4,16 @@
 //! 1,000 observations.
 //!
 //! The interpreter is `$EMBER_PY_PYTHON` with `onnxruntime` (scripts/setup-python.sh makes
-//! one). Without it the test fails under CI (`$CI` set) and is skipped with a note
-//! otherwise.
+//! one; scripts/test.sh sets it). Without it the test fails.
 
-use emberlab_algo::ActionBuf;
-use emberlab_run::RunPolicy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
-const ROWS: usize = 1000;
+mod common;
 
-/// The python with onnxruntime that reads the exported files back: the test fails without
-/// it (scripts/test.sh sets it; scripts/setup-python.sh makes one).
-fn python() -> String {
-    match std::env::var("EMBER_PY_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => panic!(
-            "EMBER_PY_PYTHON is unset: set it to a python with onnxruntime \
-             (scripts/setup-python.sh prints it; scripts/test.sh runs it)"
-        ),
-    }
-}
+use common::{ONNX_ROWS, onnx_acts_as_ember, onnx_python};
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ember-onnx-{}-{name}", std::process::id()));
@@ -63,64 +51,9 @@ fn train(algo: &str, env: &str, hidden: &str, dir: &Path) -> PathBuf {
     dir.join("run")
 }
 
-fn f32_file(path: &Path, values: &[f32]) {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    std::fs::write(path, bytes).unwrap();
-}
-
-/// Exports `run` with the command, acts on `ROWS` observations with Ember and with
-/// onnxruntime; returns the checker's figure.
-fn compare(python: &str, run: &Path, dir: &Path, scale: f32) -> (String, f64) {
-    let model = dir.join("policy.onnx");
-    let out = ember(
-        &[
-            "export",
-            run.to_str().unwrap(),
-            "--onnx",
-            model.to_str().unwrap(),
-        ],
-        dir,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("wrote"));
-    let mut policy = RunPolicy::load(run, false).unwrap();
-    let d = policy.obs_dim();
-    // Observations spread over ±scale (a fixed, simple generator: no dependency).
-    let obs: Vec<f32> = (0..ROWS * d)
-        .map(|i| ((i as f32 * 0.754_877_7).fract() * 2.0 - 1.0) * scale)
-        .collect();
-    let (ours, kind) = match policy.act(&obs).unwrap() {
-        ActionBuf::Continuous(a) => (a, "continuous"),
-        ActionBuf::Discrete(a) => (a.iter().map(|&i| i as f32).collect(), "discrete"),
-    };
-    let (obs_file, act_file) = (dir.join("obs.bin"), dir.join("actions.bin"));
-    f32_file(&obs_file, &obs);
-    f32_file(&act_file, &ours);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_check.py");
-    let out = Command::new(python)
-        .args([&script, &model, &obs_file, &act_file])
-        .arg(d.to_string())
-        .arg(kind)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    assert!(
-        out.status.success(),
-        "{} failed:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = String::from_utf8(out.stdout).unwrap();
-    let (name, value) = line.trim().split_once(' ').unwrap();
-    (name.to_string(), value.parse().unwrap())
-}
-
 #[test]
 fn exported_policies_act_as_ember_does_in_onnxruntime() {
-    let python = python();
+    let python = onnx_python();
     for (algo, env, hidden, scale) in [
         ("sac", "Pendulum-v1", "[32, 32]", 3.0),
         ("td3", "Pendulum-v1", "[32, 32]", 3.0),
@@ -131,8 +64,13 @@ fn exported_policies_act_as_ember_does_in_onnxruntime() {
     ] {
         let dir = temp(algo);
         let run = train(algo, env, hidden, &dir);
-        let (figure, value) = compare(&python, &run, &dir, scale);
-        eprintln!("{algo} {env}: {figure} {value} over {ROWS} observations");
+        let ember = |args: &[&str]| {
+            let mut c = Command::new(EMBER);
+            c.args(args);
+            c
+        };
+        let (figure, value) = onnx_acts_as_ember(&ember, &python, &run, &dir, scale);
+        eprintln!("{algo} {env}: {figure} {value} over {ONNX_ROWS} observations");
         match figure.as_str() {
             "max_abs_diff" => assert!(value <= 1e-4, "{algo}: actions differ by {value}"),
             _ => assert_eq!(value, 0.0, "{algo}: {value} greedy actions differ"),

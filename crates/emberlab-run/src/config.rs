@@ -4,20 +4,17 @@
 //! field by its dotted path, and unknown keys are refused as in a file.
 
 use crate::error::{Context, Result, RunError};
-use emberlab_algo::{
-    A2cConfig, DqnConfig, OffPolicyConfig, OnPolicyConfig, PpoConfig, ReinforceConfig, SacConfig,
-    Td3Config, Validate,
-};
+use crate::kinds::{self, TrainerConfig, TrainerKind};
+use crate::learners::RunLearner;
+use emberlab_algo::{OffPolicyConfig, OnPolicyConfig, Validate};
 use serde::{Deserialize, Serialize};
 
-/// The algorithms `ember train` knows.
-pub const ALGOS: [&str; 6] = ["sac", "td3", "dqn", "ppo", "a2c", "reinforce"];
-
-/// Everything a run is, as `config.toml` holds it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Everything a run is, as `config.toml` holds it: the keys below, the trainer's section
+/// (`[off_policy]` or `[on_policy]`) and the algorithm's own section, named as `algo` (the
+/// registered learner's: see [`crate::kinds`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
-    /// `sac`, `td3`, `dqn`, `ppo`, `a2c` or `reinforce`.
+    /// A registered learner: `sac`, `td3`, `dqn`, `ppo`, `a2c`, `reinforce` or yours.
     pub algo: String,
     /// A registered environment id.
     pub env: String,
@@ -30,32 +27,74 @@ pub struct RunConfig {
     /// Write a metrics row every this many env steps.
     pub log_every: u64,
     /// The off-policy trainer (SAC, TD3, DQN).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub off_policy: Option<OffPolicyConfig>,
     /// The on-policy trainer (PPO, A2C, REINFORCE).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_policy: Option<OnPolicyConfig>,
-    /// SAC's settings.
+    /// The algorithm's own settings: the section `[<algo>]`, read by its registry entry.
+    pub settings: toml::Table,
+}
+
+/// The keys every config has, as TOML holds them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Common {
+    algo: String,
+    env: String,
+    device: String,
+    num_envs: usize,
+    save_every: u64,
+    log_every: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sac: Option<SacConfig>,
-    /// TD3's settings.
+    off_policy: Option<OffPolicyConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub td3: Option<Td3Config>,
-    /// DQN's settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dqn: Option<DqnConfig>,
-    /// PPO's settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ppo: Option<PpoConfig>,
-    /// A2C's settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub a2c: Option<A2cConfig>,
-    /// REINFORCE's settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reinforce: Option<ReinforceConfig>,
+    on_policy: Option<OnPolicyConfig>,
+}
+
+/// A config as TOML writes it: the common keys in order, the trainer's section, then the
+/// algorithm's.
+#[derive(Serialize)]
+struct Written<'a> {
+    algo: &'a str,
+    env: &'a str,
+    device: &'a str,
+    num_envs: usize,
+    save_every: u64,
+    log_every: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_policy: Option<&'a OffPolicyConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    on_policy: Option<&'a OnPolicyConfig>,
+    #[serde(flatten)]
+    section: std::collections::BTreeMap<&'a str, &'a toml::Table>,
+}
+
+impl Serialize for RunConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        Written {
+            algo: &self.algo,
+            env: &self.env,
+            device: &self.device,
+            num_envs: self.num_envs,
+            save_every: self.save_every,
+            log_every: self.log_every,
+            off_policy: self.off_policy.as_ref(),
+            on_policy: self.on_policy.as_ref(),
+            section: [(self.algo.as_str(), &self.settings)].into(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error;
+        let table = toml::Table::deserialize(d)?;
+        RunConfig::from_table(table).map_err(D::Error::custom)
+    }
 }
 
 /// Where a preset came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PresetSource {
     /// rl-baselines3-zoo's hyper-parameters for the pair.
     Zoo,
@@ -69,111 +108,21 @@ impl RunConfig {
     /// # Errors
     /// An unknown algorithm (the error lists the known ones).
     pub fn preset(algo: &str, env: &str) -> Result<(RunConfig, PresetSource)> {
+        let preset = kinds::find(algo)?.preset(env)?;
+        let (off_policy, on_policy) = match preset.trainer {
+            TrainerConfig::OffPolicy(t) => (Some(t), None),
+            TrainerConfig::OnPolicy(t) => (None, Some(t)),
+        };
         let mut run = RunConfig {
             algo: algo.to_string(),
             env: env.to_string(),
             device: "flex".into(),
-            num_envs: 1,
+            num_envs: preset.num_envs,
             save_every: 0,
             log_every: 1000,
-            off_policy: None,
-            on_policy: None,
-            sac: None,
-            td3: None,
-            dqn: None,
-            ppo: None,
-            a2c: None,
-            reinforce: None,
-        };
-        let source = match algo {
-            "sac" => {
-                let (a, t, s) = match SacConfig::zoo(env) {
-                    Ok((a, t)) => (a, t, PresetSource::Zoo),
-                    Err(_) => (
-                        SacConfig::default(),
-                        OffPolicyConfig::default(),
-                        PresetSource::Defaults,
-                    ),
-                };
-                run.sac = Some(a);
-                run.off_policy = Some(t);
-                s
-            }
-            "td3" => {
-                let (a, t, s) = match Td3Config::zoo(env) {
-                    Ok((a, t)) => (a, t, PresetSource::Zoo),
-                    Err(_) => (
-                        Td3Config::default(),
-                        OffPolicyConfig::default(),
-                        PresetSource::Defaults,
-                    ),
-                };
-                run.td3 = Some(a);
-                run.off_policy = Some(t);
-                s
-            }
-            "dqn" => {
-                let (a, t, s) = match DqnConfig::zoo(env) {
-                    Ok((a, t)) => (a, t, PresetSource::Zoo),
-                    Err(_) => (
-                        DqnConfig::default(),
-                        OffPolicyConfig::default(),
-                        PresetSource::Defaults,
-                    ),
-                };
-                run.dqn = Some(a);
-                run.off_policy = Some(t);
-                s
-            }
-            "ppo" => {
-                let (a, t, n, s) = match PpoConfig::zoo(env) {
-                    Ok((a, t, n)) => (a, t, n, PresetSource::Zoo),
-                    Err(_) => (
-                        PpoConfig::default(),
-                        OnPolicyConfig {
-                            n_steps: 2048,
-                            ..OnPolicyConfig::default()
-                        },
-                        1,
-                        PresetSource::Defaults,
-                    ),
-                };
-                run.ppo = Some(a);
-                run.on_policy = Some(t);
-                run.num_envs = n;
-                s
-            }
-            "a2c" => {
-                let (a, t, n, s) = match A2cConfig::zoo(env) {
-                    Ok((a, t, n)) => (a, t, n, PresetSource::Zoo),
-                    Err(_) => (
-                        A2cConfig::default(),
-                        OnPolicyConfig::default(),
-                        8,
-                        PresetSource::Defaults,
-                    ),
-                };
-                run.a2c = Some(a);
-                run.on_policy = Some(t);
-                run.num_envs = n;
-                s
-            }
-            "reinforce" => {
-                run.reinforce = Some(ReinforceConfig::default());
-                run.on_policy = Some(OnPolicyConfig {
-                    total_steps: 400_000,
-                    n_steps: 1000,
-                    ..OnPolicyConfig::default()
-                });
-                run.num_envs = 8;
-                PresetSource::Defaults
-            }
-            other => {
-                return Err(RunError::Config(format!(
-                    "unknown algorithm `{other}`: known are {} (see `ember zoo ALGO`)",
-                    ALGOS.join(", ")
-                )));
-            }
+            off_policy,
+            on_policy,
+            settings: preset.learner,
         };
         let steps = run.total_steps();
         // Evaluate twenty times over the run, checkpoint ten times.
@@ -182,7 +131,70 @@ impl RunConfig {
         if run.eval_episodes() == 0 {
             run.set_eval_episodes(10);
         }
-        Ok((run, source))
+        Ok((run, preset.source))
+    }
+
+    /// The config a TOML table holds: the common keys, the trainer's section and the
+    /// section of the registered learner `algo` names.
+    ///
+    /// # Errors
+    /// An unknown algorithm, a missing algorithm section, another algorithm's section,
+    /// unknown keys (not yet checked: values against their ranges, see
+    /// [`RunConfig::validate`]).
+    pub fn from_table(mut table: toml::Table) -> Result<RunConfig> {
+        let algo = match table.get("algo") {
+            Some(toml::Value::String(a)) => a.clone(),
+            Some(_) => return Err(RunError::Config("config: `algo` must be a string".into())),
+            None => return Err(RunError::Config("config: missing field `algo`".into())),
+        };
+        kinds::find(&algo)?;
+        let settings = match table.remove(&algo) {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => {
+                return Err(RunError::Config(format!(
+                    "config: `{algo}` must be a section ([{algo}])"
+                )));
+            }
+            None => {
+                return Err(RunError::Config(format!(
+                    "config for algo = \"{algo}\" needs a [{algo}] section"
+                )));
+            }
+        };
+        let known = kinds::names();
+        if let Some(other) = table.keys().find(|k| known.contains(k)) {
+            return Err(RunError::Config(format!(
+                "config for algo = \"{algo}\" must not have a [{other}] section"
+            )));
+        }
+        let common = Common::deserialize(toml::Value::Table(table))
+            .map_err(|e| RunError::Config(format!("config: {}", e.message().trim())))?;
+        Ok(RunConfig {
+            algo: common.algo,
+            env: common.env,
+            device: common.device,
+            num_envs: common.num_envs,
+            save_every: common.save_every,
+            log_every: common.log_every,
+            off_policy: common.off_policy,
+            on_policy: common.on_policy,
+            settings,
+        })
+    }
+
+    /// The learner this config describes, for these spaces on `devices`.
+    ///
+    /// # Errors
+    /// An unknown algorithm, an invalid section, spaces the learner cannot handle.
+    pub fn build_learner(
+        &self,
+        obs: &emberlab_core::Space,
+        act: &emberlab_core::Space,
+        devices: &emberlab_algo::Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        kinds::find(&self.algo)?
+            .build(&self.settings, obs, act, devices)
+            .context_with(|| format!("cannot build {} for {}", self.algo, self.env))
     }
 
     /// The trainer's budget of env steps.
@@ -239,7 +251,9 @@ impl RunConfig {
         }
         if let Some(s) = flags.seed {
             sets.push((format!("{trainer}.seed"), s.to_string()));
-            sets.push((format!("{}.seed", self.algo), s.to_string()));
+            if self.settings.contains_key("seed") {
+                sets.push((format!("{}.seed", self.algo), s.to_string()));
+            }
         }
         if let Some(e) = flags.eval_every {
             sets.push((format!("{trainer}.eval_every"), e.to_string()));
@@ -319,7 +333,9 @@ impl RunConfig {
     /// TOML syntax (with line and column), unknown keys, values out of range, a section
     /// that does not fit the algorithm.
     pub fn parse(text: &str) -> Result<RunConfig> {
-        let run: RunConfig = toml::from_str(text).map_err(|e| RunError::Config(one_line(&e)))?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| RunError::Config(one_line(&e)))?;
+        let run = Self::from_table(table)?;
         run.validate()?;
         Ok(run)
     }
@@ -329,31 +345,8 @@ impl RunConfig {
     /// # Errors
     /// The first problem found, naming the field.
     pub fn validate(&self) -> Result<()> {
-        if !ALGOS.contains(&self.algo.as_str()) {
-            return Err(RunError::Config(format!(
-                "unknown algorithm `{}`: known are {}",
-                self.algo,
-                ALGOS.join(", ")
-            )));
-        }
-        let off = matches!(self.algo.as_str(), "sac" | "td3" | "dqn");
-        let present = [
-            ("sac", self.sac.is_some()),
-            ("td3", self.td3.is_some()),
-            ("dqn", self.dqn.is_some()),
-            ("ppo", self.ppo.is_some()),
-            ("a2c", self.a2c.is_some()),
-            ("reinforce", self.reinforce.is_some()),
-        ];
-        for (name, is) in present {
-            if is != (name == self.algo) {
-                return Err(RunError::Config(format!(
-                    "config for algo = \"{}\" {} a [{name}] section",
-                    self.algo,
-                    if is { "must not have" } else { "needs" }
-                )));
-            }
-        }
+        let kind = kinds::find(&self.algo)?;
+        let off = kind.trainer() == TrainerKind::OffPolicy;
         if off != self.off_policy.is_some() || off == self.on_policy.is_some() {
             return Err(RunError::Config(format!(
                 "config for algo = \"{}\" needs exactly one trainer section: [{}]",
@@ -372,24 +365,7 @@ impl RunConfig {
             ));
         }
         self.device.parse::<emberlab_backend::DeviceSpec>()?;
-        if let Some(c) = &self.sac {
-            c.validate()?;
-        }
-        if let Some(c) = &self.td3 {
-            c.validate()?;
-        }
-        if let Some(c) = &self.dqn {
-            c.validate()?;
-        }
-        if let Some(c) = &self.ppo {
-            c.validate()?;
-        }
-        if let Some(c) = &self.a2c {
-            c.validate()?;
-        }
-        if let Some(c) = &self.reinforce {
-            c.validate()?;
-        }
+        kind.check(&self.settings)?;
         if let Some(c) = &self.off_policy {
             c.validate()?;
         }
@@ -448,9 +424,10 @@ pub fn line_col(text: &str, at: usize) -> (usize, usize) {
 pub fn load_file(path: &std::path::Path) -> Result<RunConfig> {
     let text = std::fs::read_to_string(path)
         .context_with(|| format!("cannot read config {}", path.display()))?;
-    match toml::from_str::<RunConfig>(&text) {
-        Ok(run) => {
-            run.validate()
+    match toml::from_str::<toml::Table>(&text) {
+        Ok(table) => {
+            let run = RunConfig::from_table(table)
+                .and_then(|run| run.validate().map(|()| run))
                 .context_with(|| format!("config {}", path.display()))?;
             Ok(run)
         }
@@ -468,5 +445,82 @@ pub fn load_file(path: &std::path::Path) -> Result<RunConfig> {
                 e.message().trim().replace('\n', " ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sac() -> RunConfig {
+        RunConfig::preset("sac", "Pendulum-v1").unwrap().0
+    }
+
+    fn err(text: &str) -> String {
+        RunConfig::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_builtin_preset_round_trips_through_its_toml() {
+        for algo in ["sac", "td3", "dqn", "ppo", "a2c", "reinforce"] {
+            let env = if matches!(algo, "sac" | "td3") {
+                "Pendulum-v1"
+            } else {
+                "CartPole-v1"
+            };
+            let (config, _) = RunConfig::preset(algo, env).unwrap();
+            let text = config.to_toml();
+            assert!(text.contains(&format!("[{algo}]")), "{text}");
+            assert_eq!(RunConfig::parse(&text).unwrap(), config, "{algo}");
+        }
+    }
+
+    #[test]
+    fn sections_that_do_not_fit_the_algorithm_are_refused_by_name() {
+        let text = sac().to_toml();
+        let missing = text.replace("[sac]", "[other]");
+        assert!(err(&missing).contains("needs a [sac] section"));
+        let two = format!("{text}\n[td3]\nseed = 1\n");
+        assert!(
+            err(&two).contains("must not have a [td3] section"),
+            "{}",
+            err(&two)
+        );
+        let unknown_algo = text.replace("algo = \"sac\"", "algo = \"sax\"");
+        let e = err(&unknown_algo);
+        assert!(
+            e.contains("unknown algorithm `sax`") && e.contains("reinforce"),
+            "{e}"
+        );
+        let top_typo = format!("num_env = 2\n{text}");
+        assert!(err(&top_typo).contains("num_env"), "{}", err(&top_typo));
+        let inner_typo = text.replace("[sac]\n", "[sac]\nlearning_rat = 1.0\n");
+        assert!(
+            err(&inner_typo).contains("learning_rat"),
+            "{}",
+            err(&inner_typo)
+        );
+        let on_for_off = RunConfig {
+            off_policy: None,
+            on_policy: Some(OnPolicyConfig::default()),
+            ..sac()
+        };
+        let e = on_for_off.validate().unwrap_err().to_string();
+        assert!(e.contains("one trainer section: [off_policy]"), "{e}");
+        let out_of_range = sac().with_set("sac.gamma", "2.0").unwrap_err().to_string();
+        assert!(out_of_range.contains("gamma"), "{out_of_range}");
+    }
+
+    #[test]
+    fn seed_flag_sets_the_trainer_and_the_learner_when_it_has_a_seed() {
+        let mut config = sac();
+        config
+            .apply_flags(&Flags {
+                seed: Some(42),
+                ..Flags::default()
+            })
+            .unwrap();
+        assert_eq!(config.seed(), 42);
+        assert_eq!(config.settings.get("seed"), Some(&toml::Value::Integer(42)));
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::{RunConfig, load_file};
 use crate::error::{Context, Result, RunError};
-use crate::learners::AnyLearner;
+use crate::learners::RunLearner;
 use emberlab_algo::checkpoint::existing_dir;
 use emberlab_algo::load_checkpoint;
 use emberlab_env::ObsNormalizer;
@@ -37,7 +37,7 @@ pub fn load_config(dir: &Path) -> Result<RunConfig> {
 ///
 /// # Errors
 /// No checkpoint (or no best weights) yet, or weights that do not load into `learner`.
-pub fn load_weights(learner: &mut AnyLearner, run: &Path, best: bool) -> Result<PathBuf> {
+pub fn load_weights(learner: &mut dyn RunLearner, run: &Path, best: bool) -> Result<PathBuf> {
     if best {
         let dir = run.join(BEST);
         if existing_dir(&dir).is_none() {

@@ -1,21 +1,184 @@
-//! The learners a run config names, behind one type.
+//! A learner as the command runs it, whatever its algorithm: [`RunLearner`] is what `ember
+//! train`, `--resume`, `eval`, `export` and `serve` ask of it. A learner of your own gets
+//! there by wrapping it in [`OffPolicy`] or [`OnPolicy`] (see [`crate::kinds`] for how the
+//! command builds it from a config section).
 
-use crate::config::RunConfig;
-use crate::error::{Context, Result, RunError};
-use emberlab_algo::{Agent, Checkpoint, Devices, Dqn, PolicyGradient, Sac, Td3, TrainingState};
+use crate::error::{Result, RunError};
+use emberlab_algo::{
+    Agent, Checkpoint, Devices, OffPolicyLearner, OnPolicyLearner, OnnxPolicy, PolicyWeights,
+    Progress, TrainingState, Update,
+};
 use emberlab_backend::DeviceSpec;
-use emberlab_core::Space;
+use emberlab_core::Batch;
 
-/// A learner of any algorithm `ember train` runs.
-pub enum AnyLearner {
-    /// SAC.
-    Sac(Box<Sac>),
-    /// TD3.
-    Td3(Box<Td3>),
-    /// DQN.
-    Dqn(Box<Dqn>),
-    /// PPO, A2C or REINFORCE.
-    PolicyGradient(Box<PolicyGradient>),
+/// The learner as its trainer drives it.
+pub enum Trainee<'a> {
+    /// Driven by the off-policy trainer (replay).
+    OffPolicy(&'a mut dyn OffPolicyLearner),
+    /// Driven by the on-policy trainer (rollouts).
+    OnPolicy(&'a mut dyn OnPolicyLearner),
+}
+
+/// A learner the `ember` command runs: trains it, checkpoints and resumes it exactly,
+/// evaluates and exports its policy. Object-safe: the command holds `Box<dyn RunLearner>`.
+pub trait RunLearner: Send {
+    /// The learner as an agent (evaluation, `eval --gif`).
+    fn agent(&mut self) -> &mut dyn Agent;
+
+    /// Its greedy policy, for export as ONNX.
+    fn onnx(&self) -> &dyn OnnxPolicy;
+
+    /// Its weight checkpoints (the best weights, `eval`).
+    fn checkpoint(&mut self) -> &mut dyn Checkpoint;
+
+    /// Its whole training state (exact resume).
+    fn training_state(&mut self) -> &mut dyn TrainingState;
+
+    /// The learner as its trainer drives it.
+    fn trainee(&mut self) -> Trainee<'_>;
+
+    /// Its acting policy as flat weights (what the distributed learner publishes to actors
+    /// that act locally), if it travels so.
+    fn policy_weights(&mut self) -> Option<&mut dyn PolicyWeights>;
+
+    /// The learner as the distributed learner (`ember serve`) takes it: off-policy learners
+    /// that publish their policy's weights. `Err` gives the learner back.
+    ///
+    /// # Errors
+    /// An on-policy learner.
+    fn into_served(self: Box<Self>) -> std::result::Result<Served, Box<dyn RunLearner>>;
+}
+
+/// An off-policy learner (SAC, TD3, DQN, yours) as the command runs it.
+pub struct OffPolicy<L>(pub L);
+
+/// An on-policy learner (PPO, A2C, REINFORCE, yours) as the command runs it.
+pub struct OnPolicy<L>(pub L);
+
+impl<L> RunLearner for OffPolicy<L>
+where
+    L: OffPolicyLearner + PolicyWeights + OnnxPolicy + Checkpoint + TrainingState + Send + 'static,
+{
+    fn agent(&mut self) -> &mut dyn Agent {
+        &mut self.0
+    }
+
+    fn onnx(&self) -> &dyn OnnxPolicy {
+        &self.0
+    }
+
+    fn checkpoint(&mut self) -> &mut dyn Checkpoint {
+        &mut self.0
+    }
+
+    fn training_state(&mut self) -> &mut dyn TrainingState {
+        &mut self.0
+    }
+
+    fn trainee(&mut self) -> Trainee<'_> {
+        Trainee::OffPolicy(&mut self.0)
+    }
+
+    fn policy_weights(&mut self) -> Option<&mut dyn PolicyWeights> {
+        Some(&mut self.0)
+    }
+
+    fn into_served(self: Box<Self>) -> std::result::Result<Served, Box<dyn RunLearner>> {
+        Ok(Served(Box::new(self.0)))
+    }
+}
+
+impl<L> RunLearner for OnPolicy<L>
+where
+    L: OnPolicyLearner + OnnxPolicy + Checkpoint + TrainingState + Send + 'static,
+{
+    fn agent(&mut self) -> &mut dyn Agent {
+        &mut self.0
+    }
+
+    fn onnx(&self) -> &dyn OnnxPolicy {
+        &self.0
+    }
+
+    fn checkpoint(&mut self) -> &mut dyn Checkpoint {
+        &mut self.0
+    }
+
+    fn training_state(&mut self) -> &mut dyn TrainingState {
+        &mut self.0
+    }
+
+    fn trainee(&mut self) -> Trainee<'_> {
+        Trainee::OnPolicy(&mut self.0)
+    }
+
+    fn policy_weights(&mut self) -> Option<&mut dyn PolicyWeights> {
+        None
+    }
+
+    fn into_served(self: Box<Self>) -> std::result::Result<Served, Box<dyn RunLearner>> {
+        Err(self)
+    }
+}
+
+/// What the distributed learner needs of a learner: off-policy updates and published
+/// policy weights, movable to its thread.
+pub trait ServedLearner: OffPolicyLearner + PolicyWeights + Send {}
+
+impl<T: OffPolicyLearner + PolicyWeights + Send> ServedLearner for T {}
+
+/// A learner chosen at run time, owned, as the distributed learner takes it.
+pub struct Served(Box<dyn ServedLearner>);
+
+impl Agent for Served {
+    fn obs_dim(&self) -> usize {
+        self.0.obs_dim()
+    }
+
+    fn act(
+        &mut self,
+        obs: &[f32],
+        explore: bool,
+        out: &mut emberlab_algo::ActionBuf,
+    ) -> emberlab_core::Result<()> {
+        self.0.act(obs, explore, out)
+    }
+}
+
+impl OffPolicyLearner for Served {
+    fn update(&mut self, batch: &Batch, step: u64) -> emberlab_core::Result<Update> {
+        self.0.update(batch, step)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.0.on_env_steps(env_steps, total_steps);
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        self.0.progress()
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        self.0.gamma()
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        self.0.checkpoint()
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        self.0.training_state()
+    }
+}
+
+impl PolicyWeights for Served {
+    fn policy_weights(&mut self) -> Vec<f32> {
+        self.0.policy_weights()
+    }
+
+    fn load_policy_weights(&mut self, weights: &[f32]) -> emberlab_core::Result<()> {
+        self.0.load_policy_weights(weights)
+    }
 }
 
 /// The learn/act devices a config names; a backend that is not compiled in names the
@@ -34,123 +197,4 @@ pub fn devices(device: &str) -> Result<Devices> {
         ))
     })?;
     Ok(Devices::same(&d))
-}
-
-impl AnyLearner {
-    /// The learner `config` describes for these spaces on `devices`.
-    ///
-    /// # Errors
-    /// An action space the algorithm cannot handle, an invalid config.
-    pub fn build(config: &RunConfig, obs: &Space, act: &Space, devices: &Devices) -> Result<Self> {
-        let what = || format!("cannot build {} for {}", config.algo, config.env);
-        let missing = || RunError::Config(format!("config has no [{}] section", config.algo));
-        Ok(match config.algo.as_str() {
-            "sac" => AnyLearner::Sac(Box::new(
-                config
-                    .sac
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            "td3" => AnyLearner::Td3(Box::new(
-                config
-                    .td3
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            "dqn" => AnyLearner::Dqn(Box::new(
-                config
-                    .dqn
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            "ppo" => AnyLearner::PolicyGradient(Box::new(
-                config
-                    .ppo
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            "a2c" => AnyLearner::PolicyGradient(Box::new(
-                config
-                    .a2c
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            "reinforce" => AnyLearner::PolicyGradient(Box::new(
-                config
-                    .reinforce
-                    .as_ref()
-                    .ok_or_else(missing)?
-                    .build(obs, act, devices)
-                    .context_with(what)?,
-            )),
-            other => return Err(RunError::Config(format!("unknown algorithm `{other}`"))),
-        })
-    }
-
-    /// The learner as an agent.
-    pub fn agent(&mut self) -> &mut dyn Agent {
-        match self {
-            AnyLearner::Sac(l) => l.as_mut(),
-            AnyLearner::Td3(l) => l.as_mut(),
-            AnyLearner::Dqn(l) => l.as_mut(),
-            AnyLearner::PolicyGradient(l) => l.as_mut(),
-        }
-    }
-
-    /// Its greedy policy, for export as ONNX.
-    pub fn onnx(&self) -> &dyn emberlab_algo::OnnxPolicy {
-        match self {
-            AnyLearner::Sac(l) => l.as_ref(),
-            AnyLearner::Td3(l) => l.as_ref(),
-            AnyLearner::Dqn(l) => l.as_ref(),
-            AnyLearner::PolicyGradient(l) => l.as_ref(),
-        }
-    }
-
-    /// Its weight checkpoints.
-    pub fn checkpoint(&mut self) -> &mut dyn Checkpoint {
-        match self {
-            AnyLearner::Sac(l) => l.as_mut(),
-            AnyLearner::Td3(l) => l.as_mut(),
-            AnyLearner::Dqn(l) => l.as_mut(),
-            AnyLearner::PolicyGradient(l) => l.as_mut(),
-        }
-    }
-
-    /// Its whole training state.
-    pub fn training_state(&mut self) -> &mut dyn TrainingState {
-        match self {
-            AnyLearner::Sac(l) => l.as_mut(),
-            AnyLearner::Td3(l) => l.as_mut(),
-            AnyLearner::Dqn(l) => l.as_mut(),
-            AnyLearner::PolicyGradient(l) => l.as_mut(),
-        }
-    }
-}
-
-/// The algorithm's own metric columns in `metrics.csv` (a fixed schema per algorithm).
-pub fn metric_names(algo: &str) -> &'static [&'static str] {
-    match algo {
-        "sac" => &["critic_loss", "actor_loss", "alpha_loss", "alpha"],
-        "td3" => &["critic_loss", "actor_loss"],
-        "dqn" => &["loss", "epsilon"],
-        "ppo" => &[
-            "policy_loss",
-            "value_loss",
-            "entropy",
-            "approx_kl",
-            "clip_fraction",
-        ],
-        _ => &["policy_loss", "value_loss", "entropy"],
-    }
 }

@@ -25,14 +25,17 @@
 
 #![warn(missing_docs)]
 
+mod builtin;
 pub mod config;
 pub mod error;
 pub mod folder;
+pub mod kinds;
 pub mod learners;
 pub mod policy;
 
-pub use config::{ALGOS, Flags, RunConfig};
+pub use config::{Flags, RunConfig};
 pub use error::{Result, RunError};
 pub use folder::{BEST, CHECKPOINT, CONFIG, load_config, load_weights, obs_normalizer};
-pub use learners::{AnyLearner, devices, metric_names};
+pub use kinds::{Kind, LearnerConfig, LearnerKind, TrainerKind, metric_names, register};
+pub use learners::{OffPolicy, OnPolicy, RunLearner, Served, Trainee, devices};
 pub use policy::RunPolicy;

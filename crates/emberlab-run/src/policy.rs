@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::folder::{load_config, load_weights, obs_normalizer};
-use crate::learners::{AnyLearner, devices};
+use crate::learners::{RunLearner, devices};
 use emberlab_algo::ActionBuf;
 use emberlab_core::Space;
 use emberlab_env::ObsNormalizer;
@@ -13,7 +13,7 @@ use std::path::Path;
 /// A run's policy, loaded as `ember eval` loads it (`ember export` writes it as ONNX; the
 /// Python wheel's `emberlab.load_policy` acts with it).
 pub struct RunPolicy {
-    learner: AnyLearner,
+    learner: Box<dyn RunLearner>,
     env_id: String,
     algo: String,
     obs_dim: usize,
@@ -30,13 +30,12 @@ impl RunPolicy {
     pub fn load(run: &Path, best: bool) -> Result<Self> {
         let config = load_config(run)?;
         let env = emberlab_env::make(&config.env)?;
-        let mut learner = AnyLearner::build(
-            &config,
+        let mut learner = config.build_learner(
             env.observation_space(),
             env.action_space(),
             &devices(&config.device)?,
         )?;
-        let from = load_weights(&mut learner, run, best)?;
+        let from = load_weights(learner.as_mut(), run, best)?;
         let obs_dim = env.observation_space().flat_dim();
         let normalizer = obs_normalizer(&config, &from, obs_dim)?;
         Ok(RunPolicy {

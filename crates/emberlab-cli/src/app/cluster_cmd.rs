@@ -11,7 +11,7 @@ use emberlab_dist::cluster::{
     run_learner,
 };
 use emberlab_dist::{Backoff, InferenceConfig};
-use emberlab_run::{AnyLearner, Flags, RunConfig, devices};
+use emberlab_run::{Flags, RunConfig, RunLearner, Trainee, devices};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -199,13 +199,17 @@ pub fn serve(cmd: &ServeCmd) -> Result<LearnerReport> {
         max_wait: Duration::from_micros(cmd.max_wait_us),
         ..InferenceConfig::default()
     };
-    let report = match AnyLearner::build(&config, &obs, &act, &devices)? {
-        AnyLearner::Dqn(l) => run_learner(*l, &opts),
-        AnyLearner::Sac(l) => run_learner(*l, &opts),
-        AnyLearner::Td3(l) => run_learner(*l, &opts),
-        AnyLearner::PolicyGradient(_) => unreachable!("on-policy configs were refused above"),
-    }
-    .with_context(|| format!("learner in {}", cmd.dir.display()))?;
+    let served = config
+        .build_learner(&obs, &act, &devices)?
+        .into_served()
+        .map_err(|_| {
+            anyhow!(
+                "`ember serve` trains off-policy learners, not {}",
+                config.algo
+            )
+        })?;
+    let report =
+        run_learner(served, &opts).with_context(|| format!("learner in {}", cmd.dir.display()))?;
     let json = report_json(&report);
     let path = cmd.dir.join(RESULT_FILE);
     std::fs::write(&path, format!("{json}\n"))
@@ -306,7 +310,7 @@ fn local_policy(config: &str, device: Option<&str>) -> emberlab_core::Result<Box
         }
         let env = emberlab_env::make(&config.env)?;
         let (obs, act) = (env.observation_space(), env.action_space());
-        let learner = AnyLearner::build(&config, obs, act, &devices(&config.device)?)?;
+        let learner = config.build_learner(obs, act, &devices(&config.device)?)?;
         Ok(LocalLearner {
             learner,
             total: config.total_steps(),
@@ -322,7 +326,7 @@ fn local_policy(config: &str, device: Option<&str>) -> emberlab_core::Result<Box
 
 /// An off-policy learner used only to act, loading the learner's published weights.
 struct LocalLearner {
-    learner: AnyLearner,
+    learner: Box<dyn RunLearner>,
     total: u64,
 }
 
@@ -332,26 +336,18 @@ impl LocalPolicy for LocalLearner {
     }
 
     fn load(&mut self, p: &PublishedPolicy) -> emberlab_core::Result<()> {
-        use emberlab_algo::{OffPolicyLearner, PolicyWeights};
-        fn load<L: OffPolicyLearner + PolicyWeights>(
-            l: &mut L,
-            p: &PublishedPolicy,
-            total: u64,
-        ) -> emberlab_core::Result<()> {
-            l.load_policy_weights(&p.params)?;
-            l.on_env_steps(p.env_steps, total);
-            Ok(())
-        }
-        match &mut self.learner {
-            AnyLearner::Dqn(l) => load(l.as_mut(), p, self.total),
-            AnyLearner::Sac(l) => load(l.as_mut(), p, self.total),
-            AnyLearner::Td3(l) => load(l.as_mut(), p, self.total),
-            AnyLearner::PolicyGradient(_) => Err(emberlab_core::Error::invalid(
+        let weights = self.learner.policy_weights().ok_or_else(|| {
+            emberlab_core::Error::invalid(
                 "published policy",
                 "an on-policy learner",
-                "dqn, sac or td3",
-            )),
+                "an off-policy learner (dqn, sac, td3, ...)",
+            )
+        })?;
+        weights.load_policy_weights(&p.params)?;
+        if let Trainee::OffPolicy(l) = self.learner.trainee() {
+            l.on_env_steps(p.env_steps, self.total);
         }
+        Ok(())
     }
 }
 

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result, bail};
 use emberlab_algo::{ActionBuf, Agent};
 use emberlab_core::Env;
-use emberlab_run::{AnyLearner, devices, load_config, load_weights, obs_normalizer};
+use emberlab_run::{devices, load_config, load_weights, obs_normalizer};
 use std::path::{Path, PathBuf};
 
 /// What `ember eval` was asked.
@@ -47,13 +47,12 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
     }
     let device = args.device.clone().unwrap_or_else(|| config.device.clone());
     let mut env = emberlab_env::make(&config.env)?;
-    let mut learner = AnyLearner::build(
-        &config,
+    let mut learner = config.build_learner(
         env.observation_space(),
         env.action_space(),
         &devices(&device)?,
     )?;
-    let from = load_weights(&mut learner, &args.run, args.best)?;
+    let from = load_weights(learner.as_mut(), &args.run, args.best)?;
     let normalizer = obs_normalizer(&config, &from, env.observation_space().flat_dim())?;
     let agent = learner.agent();
     let mut returns = Vec::with_capacity(args.episodes);

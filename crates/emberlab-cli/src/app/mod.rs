@@ -22,7 +22,7 @@ mod train;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use emberlab_run::config::PresetSource;
-use emberlab_run::{ALGOS, Flags, RunConfig};
+use emberlab_run::{Flags, RunConfig};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,7 +84,8 @@ struct BenchCmd {
 
 #[derive(Args, Debug, Clone)]
 struct TrainArgs {
-    /// Algorithm: sac, td3, dqn, ppo, a2c or reinforce (not needed with --resume).
+    /// Algorithm: sac, td3, dqn, ppo, a2c, reinforce, or one a program registered
+    /// (`emberlab_run::register`); not needed with --resume.
     algo: Option<String>,
     /// Environment id, e.g. Pendulum-v1 (any registered id).
     #[arg(long)]
@@ -185,7 +186,7 @@ struct PlotCmd {
 
 #[derive(Args, Debug)]
 struct ZooCmd {
-    /// Algorithm: sac, td3, dqn, ppo, a2c or reinforce.
+    /// Algorithm: sac, td3, dqn, ppo, a2c, reinforce, or one a program registered.
     algo: String,
     /// Environment id (default: the first environment zoo tunes the algorithm for).
     env: Option<String>,
@@ -426,10 +427,10 @@ fn default_env(algo: &str) -> Result<&'static str> {
     Ok(match algo {
         "sac" | "td3" => "Pendulum-v1",
         "dqn" | "ppo" | "a2c" | "reinforce" => "CartPole-v1",
-        other => bail!(
-            "unknown algorithm `{other}`: known are {}",
-            ALGOS.join(", ")
-        ),
+        other => {
+            emberlab_run::kinds::find(other)?;
+            bail!("`ember zoo {other} ENV`: name an environment for {other}")
+        }
     })
 }
 
@@ -529,8 +530,12 @@ fn resolve_config(
     file: Option<&std::path::Path>,
     flags: &Flags,
 ) -> Result<RunConfig> {
-    let algo =
-        algo.ok_or_else(|| anyhow!("name an algorithm ({}), or --resume RUN", ALGOS.join(", ")))?;
+    let algo = algo.ok_or_else(|| {
+        anyhow!(
+            "name an algorithm ({}), or --resume RUN",
+            emberlab_run::kinds::names().join(", ")
+        )
+    })?;
     let env = env.ok_or_else(|| {
         anyhow!(
             "name an environment with --env ID (known: {})",

@@ -25,24 +25,7 @@ fn key(config: &RunConfig) -> String {
     if let Some(t) = &mut c.on_policy {
         t.seed = 0;
     }
-    if let Some(a) = &mut c.sac {
-        a.seed = 0;
-    }
-    if let Some(a) = &mut c.td3 {
-        a.seed = 0;
-    }
-    if let Some(a) = &mut c.dqn {
-        a.seed = 0;
-    }
-    if let Some(a) = &mut c.ppo {
-        a.seed = 0;
-    }
-    if let Some(a) = &mut c.a2c {
-        a.seed = 0;
-    }
-    if let Some(a) = &mut c.reinforce {
-        a.seed = 0;
-    }
+    c.settings.remove("seed");
     c.to_toml()
 }
 

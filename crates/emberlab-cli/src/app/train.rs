@@ -14,8 +14,8 @@ use emberlab_algo::{
 };
 use emberlab_env::{SyncVecEnv, VecEnv};
 use emberlab_run::RunConfig;
-use emberlab_run::{AnyLearner, devices, metric_names};
 use emberlab_run::{BEST, CHECKPOINT};
+use emberlab_run::{Trainee, devices, metric_names};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -78,7 +78,7 @@ pub fn train(
         env.single_observation_space().clone(),
         env.single_action_space().clone(),
     );
-    let mut learner = AnyLearner::build(config, &obs, &act, &devices)?;
+    let mut learner = config.build_learner(&obs, &act, &devices)?;
     let session = Session {
         dir,
         config,
@@ -86,12 +86,10 @@ pub fn train(
         out,
         stop,
     };
-    match (&mut learner, &config.off_policy, &config.on_policy) {
-        (AnyLearner::Sac(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
-        (AnyLearner::Dqn(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
-        (AnyLearner::Td3(l), Some(tc), _) => off(l.as_mut(), &mut env, eval.as_ref(), tc, session),
-        (AnyLearner::PolicyGradient(l), _, Some(tc)) => {
-            let t = OnPolicyTrainer::new(l.as_mut(), &mut env, eval.as_ref(), tc)?;
+    match (learner.trainee(), &config.off_policy, &config.on_policy) {
+        (Trainee::OffPolicy(l), Some(tc), _) => off(l, &mut env, eval.as_ref(), tc, session),
+        (Trainee::OnPolicy(mut l), _, Some(tc)) => {
+            let t = OnPolicyTrainer::new(&mut l, &mut env, eval.as_ref(), tc)?;
             session.drive(Box::new(t))
         }
         _ => Err(anyhow!(
@@ -101,15 +99,15 @@ pub fn train(
     }
 }
 
-fn off<L: OffPolicyLearner>(
-    learner: &mut L,
+fn off(
+    mut learner: &mut dyn OffPolicyLearner,
     env: &mut SyncVecEnv,
     eval: &dyn emberlab_env::EnvFactory,
     tc: &emberlab_algo::OffPolicyConfig,
     session: Session<'_>,
 ) -> Result<TrainReport> {
     let mut replay = tc.build_replay(env)?;
-    let t = OffPolicyTrainer::new(learner, env, &mut replay, eval, tc)?;
+    let t = OffPolicyTrainer::new(&mut learner, env, &mut replay, eval, tc)?;
     session.drive(Box::new(t))
 }
 
