@@ -1,8 +1,9 @@
 //! The built-in algorithms as registry entries: the same door a learner of your own goes
 //! through ([`crate::kinds::LearnerConfig`]), with rl-baselines3-zoo's presets.
 
-use crate::config::PresetSource;
-use crate::kinds::{Kind, LearnerConfig, LearnerKind, Preset, TrainerConfig, TrainerKind};
+use crate::kinds::{
+    Kind, LearnerConfig, LearnerKind, Preset, PresetSource, TrainerConfig, TrainerKind,
+};
 use crate::learners::{OffPolicy, OnPolicy, RunLearner};
 use emberlab_algo::{
     A2cConfig, Devices, DqnConfig, OffPolicyConfig, OnPolicyConfig, PpoConfig, ReinforceConfig,

@@ -4,8 +4,10 @@
 //! field by its dotted path, and unknown keys are refused as in a file.
 
 use crate::error::{Context, Result, RunError};
-use crate::kinds::{self, TrainerConfig, TrainerKind};
+pub use crate::kinds::PresetSource;
+use crate::kinds::{TrainerConfig, TrainerKind};
 use crate::learners::RunLearner;
+use crate::registry;
 use emberlab_algo::{OffPolicyConfig, OnPolicyConfig, Validate};
 use serde::{Deserialize, Serialize};
 
@@ -93,22 +95,13 @@ impl<'de> Deserialize<'de> for RunConfig {
     }
 }
 
-/// Where a preset came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PresetSource {
-    /// rl-baselines3-zoo's hyper-parameters for the pair.
-    Zoo,
-    /// The algorithm's defaults (zoo has no preset for this environment).
-    Defaults,
-}
-
 impl RunConfig {
     /// The preset of `algo` on `env`: zoo's where it has one, the defaults otherwise.
     ///
     /// # Errors
     /// An unknown algorithm (the error lists the known ones).
     pub fn preset(algo: &str, env: &str) -> Result<(RunConfig, PresetSource)> {
-        let preset = kinds::find(algo)?.preset(env)?;
+        let preset = registry::find(algo)?.preset(env)?;
         let (off_policy, on_policy) = match preset.trainer {
             TrainerConfig::OffPolicy(t) => (Some(t), None),
             TrainerConfig::OnPolicy(t) => (None, Some(t)),
@@ -147,7 +140,7 @@ impl RunConfig {
             Some(_) => return Err(RunError::Config("config: `algo` must be a string".into())),
             None => return Err(RunError::Config("config: missing field `algo`".into())),
         };
-        kinds::find(&algo)?;
+        registry::find(&algo)?;
         let settings = match table.remove(&algo) {
             Some(toml::Value::Table(t)) => t,
             Some(_) => {
@@ -161,7 +154,7 @@ impl RunConfig {
                 )));
             }
         };
-        let known = kinds::names();
+        let known = registry::names();
         if let Some(other) = table.keys().find(|k| known.contains(k)) {
             return Err(RunError::Config(format!(
                 "config for algo = \"{algo}\" must not have a [{other}] section"
@@ -192,7 +185,7 @@ impl RunConfig {
         act: &emberlab_core::Space,
         devices: &emberlab_algo::Devices,
     ) -> Result<Box<dyn RunLearner>> {
-        kinds::find(&self.algo)?
+        registry::find(&self.algo)?
             .build(&self.settings, obs, act, devices)
             .context_with(|| format!("cannot build {} for {}", self.algo, self.env))
     }
@@ -345,7 +338,7 @@ impl RunConfig {
     /// # Errors
     /// The first problem found, naming the field.
     pub fn validate(&self) -> Result<()> {
-        let kind = kinds::find(&self.algo)?;
+        let kind = registry::find(&self.algo)?;
         let off = kind.trainer() == TrainerKind::OffPolicy;
         if off != self.off_policy.is_some() || off == self.on_policy.is_some() {
             return Err(RunError::Config(format!(

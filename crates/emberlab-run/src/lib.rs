@@ -32,10 +32,12 @@ pub mod folder;
 pub mod kinds;
 pub mod learners;
 pub mod policy;
+pub mod registry;
 
 pub use config::{Flags, RunConfig};
 pub use error::{Result, RunError};
 pub use folder::{BEST, CHECKPOINT, CONFIG, load_config, load_weights, obs_normalizer};
-pub use kinds::{Kind, LearnerConfig, LearnerKind, TrainerKind, metric_names, register};
+pub use kinds::{Kind, LearnerConfig, LearnerKind, PresetSource, TrainerKind};
 pub use learners::{OffPolicy, OnPolicy, RunLearner, Served, Trainee, devices};
 pub use policy::RunPolicy;
+pub use registry::{metric_names, register};

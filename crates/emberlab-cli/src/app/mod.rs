@@ -428,7 +428,7 @@ fn default_env(algo: &str) -> Result<&'static str> {
         "sac" | "td3" => "Pendulum-v1",
         "dqn" | "ppo" | "a2c" | "reinforce" => "CartPole-v1",
         other => {
-            emberlab_run::kinds::find(other)?;
+            emberlab_run::registry::find(other)?;
             bail!("`ember zoo {other} ENV`: name an environment for {other}")
         }
     })
@@ -533,7 +533,7 @@ fn resolve_config(
     let algo = algo.ok_or_else(|| {
         anyhow!(
             "name an algorithm ({}), or --resume RUN",
-            emberlab_run::kinds::names().join(", ")
+            emberlab_run::registry::names().join(", ")
         )
     })?;
     let env = env.ok_or_else(|| {
