@@ -12,22 +12,25 @@
 //! learning test (`tests/redq_example.rs`) trains it on Pendulum-v1 beside the library's
 //! SAC with the same seed and settings.
 //!
+//! Registered as `redq` ([`RedqConfig`]: the section `[redq]` of a run's config), it is run
+//! by the `ember` command like the built-in algorithms: `custom_redq train redq --env
+//! Pendulum-v1`, `--resume`, `eval`, `export --onnx`, `plot`.
+//!
 //! `cargo run --release --example custom_redq` (seed 1)
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
-use emberlab::algo::checkpoint::{existing_dir, write_dir_atomically};
 use emberlab::algo::parts::{
     Part, Parts, UpdateSchedule, own_leaves, part, row_shares, run_by_rows, sum_gradients,
 };
 use emberlab::algo::tensors::{column, learner_devices, matrix, obs_batch, rows_of};
 use emberlab::algo::{
     ActingCopy, ActionBuf, Agent, Checkpoint, Devices, OffPolicyConfig, OffPolicyLearner,
-    OffPolicyTrainer, OptimizerKind, Persist, PolicyWeights, Progress, SacConfig, TrainReport,
-    TrainingState, Update, Visitor, step_in_place, train_off_policy,
+    OnnxOutput, OnnxPolicy, OptimizerKind, Persist, Progress, SacConfig, TrainReport,
+    TrainingState, Update, Validate, Visitor, step_in_place, train_off_policy,
 };
-use emberlab::core::{Batch, EmberRng, Result};
+use emberlab::core::{Batch, EmberRng, Result, Space};
 use emberlab::env::{SyncVecEnv, VecEnv};
 use emberlab::loss::{
     checked_loss, sac_actor_loss, sac_critic_loss, sac_target_discounted, sac_temperature_loss,
@@ -36,6 +39,9 @@ use emberlab::nn::{
     CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
     Temperature, noise, polyak_update,
 };
+use emberlab::run::kinds::{Kind, LearnerConfig, Preset, PresetSource, TrainerConfig, TrainerKind};
+use emberlab::run::{OffPolicy, RunLearner};
+use serde::{Deserialize, Serialize};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -86,11 +92,16 @@ struct Redq {
 }
 
 impl Redq {
-    fn new(env: &dyn VecEnv, seed: u64, devices: &Devices, shapes: Shapes) -> Result<Redq> {
+    fn new(obs: &Space, act: &Space, seed: u64, devices: &Devices, shapes: Shapes) -> Result<Redq> {
         let (plain, learn, _seeded) = learner_devices(&devices.learn, seed);
-        let obs_dim = env.single_observation_space().flat_dim();
-        let emberlab::core::Space::Box(b) = env.single_action_space() else {
-            unreachable!("Pendulum-v1 has a Box action space")
+        let obs_dim = obs.flat_dim();
+        let Space::Box(b) = act else {
+            let what = "a Box action space (REDQ acts continuously)";
+            return Err(emberlab::core::Error::invalid(
+                "action space",
+                "Discrete",
+                what,
+            ));
         };
         let mut actor = GaussianTanhPolicyConfig::new(obs_dim, b.dim())
             .with_bounds(b.low().to_vec(), b.high().to_vec());
@@ -135,6 +146,19 @@ impl Agent for Redq {
             false => *out = emberlab::algo::tensors::host(self.acting.module().deterministic(x)),
         }
         Ok(())
+    }
+}
+
+impl OnnxPolicy for Redq {
+    /// `action = scale · tanh(μ(obs)) + bias` from the actor, as SAC's.
+    fn onnx_outputs(&self, g: &mut emberlab::nn::OnnxGraph, obs: &str) -> Result<Vec<OnnxOutput>> {
+        let value = self.actor.deterministic_onnx(g, obs)?;
+        let width = Some(self.act_dim);
+        Ok(vec![OnnxOutput {
+            value,
+            name: "action",
+            width,
+        }])
     }
 }
 
@@ -339,6 +363,68 @@ impl Persist for Redq {
     }
 }
 
+/// REDQ's section of a run's config (`[redq]`), as the `ember` command reads it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedqConfig {
+    /// Seeds the networks and the learner's draws.
+    pub seed: u64,
+    /// Every hidden layer's width, the actor's and the critics' (absent: the default).
+    pub width: Option<usize>,
+    /// The update's parts side by side, one after the other, or whichever times faster.
+    pub update_schedule: UpdateSchedule,
+}
+
+impl Validate for RedqConfig {
+    fn validate(&self) -> Result<()> {
+        emberlab::algo::check_positive("redq.width", self.width.unwrap_or(1))
+    }
+}
+
+impl LearnerConfig for RedqConfig {
+    const TRAINER: TrainerKind = TrainerKind::OffPolicy;
+    const METRICS: &'static [&'static str] = &["critic_loss_a", "critic_loss_b", "actor_loss"];
+
+    fn build_learner(&self, obs: &Space, act: &Space, d: &Devices) -> Result<Box<dyn RunLearner>> {
+        let shapes = Shapes {
+            width: self.width,
+            batch: None,
+            schedule: self.update_schedule,
+        };
+        Ok(Box::new(OffPolicy(Redq::new(
+            obs, act, self.seed, d, shapes,
+        )?)))
+    }
+
+    /// SAC's zoo trainer for `env` (its defaults where zoo has none), `UPDATES_PER_STEP`
+    /// updates per env step.
+    fn preset(env: &str) -> Preset<Self> {
+        let (trainer, source) = match SacConfig::zoo(env) {
+            Ok((_, t)) => (t, PresetSource::Zoo),
+            Err(_) => (OffPolicyConfig::default(), PresetSource::Defaults),
+        };
+        let trainer = OffPolicyConfig {
+            gradient_steps: UPDATES_PER_STEP,
+            ..trainer
+        };
+        let (learner, num_envs) = (RedqConfig::default(), 1);
+        Preset {
+            learner,
+            trainer: TrainerConfig::OffPolicy(trainer),
+            num_envs,
+            source,
+        }
+    }
+}
+
+/// Adds REDQ to the `ember` command's learners as `redq`.
+///
+/// # Errors
+/// The name is taken.
+pub fn register() -> emberlab::run::Result<()> {
+    emberlab::run::register(Kind::<RedqConfig>::named("redq"))
+}
+
 /// REDQ on Pendulum-v1: SAC's zoo trainer settings but `UPDATES_PER_STEP` updates per env
 /// step, evaluated every `eval_every` steps, stopping at the first evaluation ≥ −200.
 ///
@@ -346,34 +432,6 @@ impl Persist for Redq {
 /// An error of the environment or the learner.
 pub fn run_redq(seed: u64, eval_every: u64) -> Result<TrainReport> {
     train_redq(seed, None, eval_every, Shapes::default())
-}
-
-/// SAC's Pendulum-v1 trainer settings with `UPDATES_PER_STEP` updates per env step, for
-/// `steps` env steps (`None`: the preset's) with evaluations every `eval_every` steps (0:
-/// none; then it does not stop early), with batches of `batch` rows (`None`: the preset's).
-fn trainer_config(
-    seed: u64,
-    steps: Option<u64>,
-    eval_every: u64,
-    batch: Option<usize>,
-) -> Result<OffPolicyConfig> {
-    let (_, trainer) = SacConfig::zoo("Pendulum-v1")?;
-    Ok(OffPolicyConfig {
-        batch_size: batch.unwrap_or(trainer.batch_size),
-        gradient_steps: UPDATES_PER_STEP,
-        eval_every,
-        target_return: (eval_every > 0).then_some(-200.0),
-        total_steps: steps.unwrap_or(trainer.total_steps),
-        seed,
-        ..trainer
-    })
-}
-
-/// A fresh REDQ learner of `shapes` and its Pendulum-v1 environment.
-fn set_up(seed: u64, shapes: Shapes) -> Result<(Redq, SyncVecEnv)> {
-    let device = emberlab::backend::DeviceSpec::Flex.device()?;
-    let env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
-    Ok((Redq::new(&env, seed, &Devices::same(&device), shapes)?, env))
 }
 
 /// [`run_redq`] for `steps` env steps (`None`: the preset's) with evaluations every
@@ -384,64 +442,62 @@ fn train_redq(
     eval_every: u64,
     shapes: Shapes,
 ) -> Result<TrainReport> {
-    let (mut redq, mut env) = set_up(seed, shapes)?;
-    let config = trainer_config(seed, steps, eval_every, shapes.batch)?;
+    let device = emberlab::backend::DeviceSpec::Flex.device()?;
+    let mut env = SyncVecEnv::from_id("Pendulum-v1", 1)?;
+    let (obs, act) = (
+        env.single_observation_space().clone(),
+        env.single_action_space().clone(),
+    );
+    let mut redq = Redq::new(&obs, &act, seed, &Devices::same(&device), shapes)?;
+    let TrainerConfig::OffPolicy(trainer) = RedqConfig::preset("Pendulum-v1").trainer else {
+        unreachable!("REDQ's preset is off-policy")
+    };
+    let config = OffPolicyConfig {
+        batch_size: shapes.batch.unwrap_or(trainer.batch_size),
+        eval_every,
+        target_return: (eval_every > 0).then_some(-200.0),
+        total_steps: steps.unwrap_or(trainer.total_steps),
+        seed,
+        ..trainer
+    };
     let mut replay = config.build_replay(&env)?;
     let eval = emberlab::env::factory("Pendulum-v1")?;
     train_off_policy(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)
 }
 
-/// Trains `steps` env steps (no evaluations), keeping the whole run (learner, replay,
-/// environment, trainer) in `dir`, written atomically every `save_every` env steps; started
-/// again after a kill, it goes on from the last save exactly as if it had never stopped.
-/// Returns the report and the actor's weights.
-///
-/// # Errors
-/// An error of the environment or the learner, or a damaged saved run.
-pub fn train_resumable(
-    seed: u64,
-    steps: u64,
-    dir: &std::path::Path,
-    save_every: u64,
-) -> Result<(TrainReport, Vec<f32>)> {
-    let (mut redq, mut env) = set_up(seed, Shapes::default())?;
-    let config = trainer_config(seed, Some(steps), 0, None)?;
-    let mut replay = config.build_replay(&env)?;
-    let eval = emberlab::env::factory("Pendulum-v1")?;
-    let mut trainer =
-        OffPolicyTrainer::new(&mut redq, &mut env, &mut replay, eval.as_ref(), &config)?;
-    if let Some(saved) = existing_dir(dir) {
-        trainer.load_state(&saved)?;
+/// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
+/// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`);
+/// `--width W`, `--batch B`, `--sequential` and `--parallel` after it change the run's
+/// [`Shapes`]. `custom_redq COMMAND ...`: the `ember` command with REDQ registered (`train
+/// redq --env Pendulum-v1`, `train --resume RUN`, `eval RUN`, `export RUN --onnx FILE`, ...).
+#[allow(dead_code)] // the learning test includes this file as a module
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| !a.starts_with('-')) {
+        if let Err(e) = register() {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+        return emberlab_cli::app::main_with_args(std::iter::once("ember".into()).chain(args));
     }
-    while !trainer.is_done() {
-        trainer.step()?;
-        if trainer.report().env_steps.is_multiple_of(save_every.max(1)) {
-            write_dir_atomically(dir, |tmp| trainer.save_state(tmp))?;
+    match measure(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
         }
     }
-    let report = trainer.finish()?;
-    Ok((report, redq.policy_weights()))
 }
 
-/// `custom_redq`: trains until the first evaluation ≥ −200 (seed 1). `custom_redq --steps N`:
-/// trains N env steps without evaluations and prints the speed (`env_steps_per_s=...`).
-/// `custom_redq --steps N --state DIR`: the same, kept in `DIR` every 100 env steps and
-/// resumed from it when started again. `--width W`, `--batch B`, `--sequential` and
-/// `--parallel` after `--steps N` change the run's [`Shapes`] (not with `--state`).
-#[allow(dead_code)] // the learning test includes this file as a module
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, n, rest @ ..] = &args[..]
+/// `custom_redq` without a command: the learning run, or `--steps N` measured.
+fn measure(args: &[String]) -> Result<()> {
+    if let [flag, n, rest @ ..] = args
         && flag == "--steps"
     {
         let steps = n
             .parse()
             .map_err(|_| emberlab::core::Error::invalid("--steps", n, "a number of env steps"))?;
-        let (state, shapes) = parse_flags(rest)?;
-        let r = match state {
-            None => train_redq(1, Some(steps), 0, shapes)?,
-            Some(dir) => train_resumable(1, steps, dir.as_ref(), 100)?.0,
-        };
+        let r = train_redq(1, Some(steps), 0, parse_flags(rest)?)?;
         let rate = r.env_steps as f64 / r.wall_secs;
         println!(
             "env_steps={} updates={} wall_s={:.2} env_steps_per_s={rate:.1}",
@@ -457,13 +513,12 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The flags after `--steps N`: `--state DIR` (the default shapes only), `--width W`,
-/// `--batch B`, `--sequential`.
+/// The flags after `--steps N`: `--width W`, `--batch B`, `--sequential`, `--parallel`.
 ///
 /// # Errors
-/// A flag that is unknown or lacks its value, a width or batch that is not a positive
-/// whole number, or `--state` with shapes other than the default.
-pub fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
+/// A flag that is unknown or lacks its value, or a width or batch that is not a positive
+/// whole number.
+pub fn parse_flags(flags: &[String]) -> Result<Shapes> {
     use emberlab::core::Error;
     let count = |flag: &str, value: Option<&String>| -> Result<usize> {
         let value = value.map(String::as_str).unwrap_or("");
@@ -472,30 +527,18 @@ pub fn parse_flags(flags: &[String]) -> Result<(Option<&str>, Shapes)> {
             _ => Err(Error::invalid(flag, value, "a positive whole number")),
         }
     };
-    let (mut state, mut shapes, mut flags) = (None, Shapes::default(), flags.iter());
+    let (mut shapes, mut flags) = (Shapes::default(), flags.iter());
     while let Some(flag) = flags.next() {
         match flag.as_str() {
-            "--state" => match flags.next() {
-                Some(dir) => state = Some(dir.as_str()),
-                None => return Err(Error::invalid("--state", "", "a folder")),
-            },
             "--width" => shapes.width = Some(count(flag, flags.next())?),
             "--batch" => shapes.batch = Some(count(flag, flags.next())?),
             "--sequential" => shapes.schedule = UpdateSchedule::Sequential,
             "--parallel" => shapes.schedule = UpdateSchedule::Parallel,
             _ => {
-                let expected = "--state DIR, --width W, --batch B, --sequential or --parallel";
+                let expected = "--width W, --batch B, --sequential or --parallel";
                 return Err(Error::invalid("argument", flag, expected));
             }
         }
     }
-    if state.is_some() && shapes != Shapes::default() {
-        let flags = "--width, --batch or --sequential";
-        return Err(Error::invalid(
-            "--state",
-            flags,
-            "the default shapes (runs keep no shapes)",
-        ));
-    }
-    Ok((state, shapes))
+    Ok(shapes)
 }

@@ -1,17 +1,15 @@
 //! The REDQ example (`examples/custom_redq.rs`: an algorithm outside the library, assembled
 //! from its public parts) learns Pendulum-v1: its first evaluation ≥ −200 comes in fewer
 //! env steps than the library's SAC with the same seed and trainer settings (both
-//! evaluated every 250 steps, 10 deterministic episodes, on flex); killed at random
-//! instants, it resumes exactly.
+//! evaluated every 250 steps, 10 deterministic episodes, on flex); run by the `ember`
+//! command (registered as `redq`) and killed at random instants, it resumes exactly.
 
 #[path = "../examples/custom_redq.rs"]
 mod redq;
 
 use emberlab::algo::{Devices, OffPolicyConfig, SacConfig, TrainReport, train_off_policy};
 use emberlab::env::{SyncVecEnv, VecEnv};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 const SEED: u64 = 1;
 const EVAL_EVERY: u64 = 250;
@@ -80,95 +78,107 @@ fn redq_reaches_minus_200_in_fewer_env_steps_than_sac() {
     assert!(per_step > redq::UPDATES_PER_STEP as f64 / 2.0, "{per_step}");
 }
 
-/// Set in the child processes of [`redq_killed_at_random_instants_resumes_exactly`]: the
-/// folder the child keeps its run in.
-const CHILD: &str = "EMBER_REDQ_CHILD_RUN";
+/// Set in the child processes of [`redq_killed_and_resumed_by_the_command_equals_uninterrupted`]:
+/// the arguments of the `ember` command (joined by `\x1f`) the child runs with REDQ
+/// registered, as `custom_redq COMMAND ...` does.
+const CHILD: &str = "EMBER_REDQ_COMMAND";
 
-/// A run's counters, last metrics and actor weights, as text that is equal only when they
-/// are equal bit for bit (the weights as an FNV-1a hash of their bits, and their count).
-fn outcome(report: &TrainReport, weights: &[f32]) -> String {
-    let hash = weights.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, w| {
-        (h ^ u64::from(w.to_bits())).wrapping_mul(0x0100_0000_01b3)
-    });
-    let metrics: Vec<String> = report
-        .last_metrics
-        .0
-        .iter()
-        .map(|(n, v)| format!("{n}={:x}", v.to_bits()))
-        .collect();
-    format!(
-        "env_steps={} updates={} episodes={} metrics={} weights={}:{hash:016x}",
-        report.env_steps,
-        report.updates,
-        report.episodes,
-        metrics.join(","),
-        weights.len()
-    )
+/// The child: REDQ registered, then the command.
+#[test]
+fn redq_command() {
+    let Ok(args) = std::env::var(CHILD) else {
+        return;
+    };
+    redq::register().unwrap();
+    let args = std::iter::once("ember").chain(args.split('\x1f'));
+    let code = emberlab_cli::app::main_with_args(args);
+    std::process::exit(i32::from(code != std::process::ExitCode::SUCCESS));
 }
 
-/// REDQ keeps its run every 20 env steps ([`redq::train_resumable`], the learner's state
-/// through its `Persist` list); a child process running it is killed at random instants and
-/// started again until one finishes. Its counters, last metrics and actor equal those of
-/// an uninterrupted run.
-#[test]
-fn redq_killed_at_random_instants_resumes_exactly() {
-    const STEPS: u64 = 300;
-    const EVERY: u64 = 20;
-    if let Ok(dir) = std::env::var(CHILD) {
-        // A child started below: train (or go on), then write the outcome atomically.
-        let (report, weights) = redq::train_resumable(SEED, STEPS, dir.as_ref(), EVERY).unwrap();
-        let out = Path::new(&dir).with_extension("out");
-        std::fs::write(out.with_extension("tmp"), outcome(&report, &weights)).unwrap();
-        std::fs::rename(out.with_extension("tmp"), out).unwrap();
-        return;
-    }
-    let _one = one_at_a_time();
-    let base = std::env::temp_dir().join(format!("ember-redq-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let started = Instant::now();
-    let (report, weights) = redq::train_resumable(SEED, STEPS, &base.join("whole"), EVERY).unwrap();
-    let whole_ms = started.elapsed().as_millis() as u64;
-    assert!(report.updates > 0, "the run made no updates");
-    let expected = outcome(&report, &weights);
+/// The command with REDQ registered, in a process of its own.
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "redq_command", "--test-threads=1"])
+        .env(CHILD, args.join("\x1f"));
+    c
+}
 
-    let killed = base.join("killed");
-    let mut rng = emberlab::core::EmberRng::seed_from(5);
-    let mut kills = 0;
-    loop {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "redq_killed_at_random_instants_resumes_exactly",
-                "--exact",
-                "--test-threads=1",
-            ])
-            .env(CHILD, &killed)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
+/// REDQ through the `ember` command (registered as `redq`, its section `[redq]`): a run
+/// killed at random instants and resumed with `train --resume` until done equals one that
+/// never stopped — metrics, evaluations and best weights — and both evaluate alike; its
+/// policy exports as ONNX.
+#[test]
+fn redq_killed_and_resumed_by_the_command_equals_uninterrupted() {
+    use emberlab_cli::checks::{Signal, same_learning, stop_and_resume};
+    let _one = one_at_a_time();
+    let cwd = std::env::temp_dir().join(format!("ember-redq-cmd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cwd);
+    std::fs::create_dir_all(&cwd).unwrap();
+    let args = |out: &'static str| {
+        let mut a = vec!["train", "redq", "--env", "Pendulum-v1", "--seed", "1"];
+        a.extend(["--steps", "300", "--set", "redq.width=32"]);
+        a.extend(["--set", "off_policy.learning_starts=150"]);
+        a.extend(["--set", "off_policy.batch_size=64"]);
+        a.extend(["--set", "off_policy.eval_episodes=1", "--eval-every", "150"]);
+        a.extend([
+            "--set",
+            "log_every=25",
+            "--save-every",
+            "25",
+            "--quiet",
+            "--out",
+            out,
+        ]);
+        a
+    };
+    let out = command(&args("whole")).current_dir(&cwd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = std::fs::read_to_string(cwd.join("whole/config.toml")).unwrap();
+    assert!(
+        config.contains("[redq]") && config.contains("width = 32"),
+        "{config}"
+    );
+    let stops = stop_and_resume(&command, &cwd, &args("killed"), "killed", Signal::Kill, 5)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    println!(
+        "REDQ through the command: finished after {} kills",
+        stops.kills
+    );
+    assert!(stops.kills >= 2, "killed only {} times", stops.kills);
+    same_learning(&cwd.join("whole"), &cwd.join("killed")).unwrap_or_else(|e| panic!("{e:#}"));
+    let eval = |run: &str| {
+        let out = command(&["eval", run, "--episodes", "2"])
+            .current_dir(&cwd)
+            .output()
             .unwrap();
-        // Up to the whole run's duration: most children are killed part-way.
-        let delay = (rng.next_f64() * whole_ms as f64) as u64;
-        std::thread::sleep(Duration::from_millis(delay));
-        match child.try_wait().unwrap() {
-            Some(status) => {
-                let out = child.wait_with_output().unwrap();
-                assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                break;
-            }
-            None => {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                kills += 1;
-                assert!(kills < 100, "the killed run never finished");
-            }
-        }
-    }
-    println!("REDQ: finished after {kills} kills (whole run {whole_ms} ms)");
-    assert!(kills >= 2, "killed only {kills} times");
-    let got = std::fs::read_to_string(killed.with_extension("out")).unwrap();
-    assert_eq!(got, expected);
-    std::fs::remove_dir_all(&base).unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find(|l| l.contains("return"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(eval("whole"), eval("killed"));
+    let out = command(&["export", "whole", "--onnx", "redq.onnx"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let onnx = std::fs::read(cwd.join("redq.onnx")).unwrap();
+    assert!(onnx.len() > 32 * 32 * 4, "{} bytes", onnx.len());
+    std::fs::remove_dir_all(&cwd).unwrap();
 }
 
 /// `custom_redq --steps N`'s flags: the shapes they set, and an error naming the flag for
@@ -178,12 +188,9 @@ fn redq_flags_set_shapes_and_name_bad_ones() {
     use emberlab::algo::UpdateSchedule;
     let parse = |flags: &[&str]| {
         let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
-        redq::parse_flags(&flags)
-            .map(|(state, shapes)| (state.map(str::to_string), shapes))
-            .map_err(|e| e.to_string())
+        redq::parse_flags(&flags).map_err(|e| e.to_string())
     };
-    let (state, shapes) = parse(&["--width", "2", "--batch", "3", "--sequential"]).unwrap();
-    assert_eq!(state, None);
+    let shapes = parse(&["--width", "2", "--batch", "3", "--sequential"]).unwrap();
     assert_eq!(
         shapes,
         redq::Shapes {
@@ -192,16 +199,13 @@ fn redq_flags_set_shapes_and_name_bad_ones() {
             schedule: UpdateSchedule::Sequential
         }
     );
-    let (state, shapes) = parse(&["--state", "runs/a"]).unwrap();
-    assert_eq!(state.as_deref(), Some("runs/a"));
-    assert_eq!(shapes, redq::Shapes::default());
+    assert_eq!(parse(&[]).unwrap(), redq::Shapes::default());
     for (flags, named) in [
         (&["--width", "0"][..], "--width"),
         (&["--batch", "x"][..], "--batch"),
         (&["--batch"][..], "--batch"),
-        (&["--state"][..], "--state"),
+        (&["--state", "runs/a"][..], "--state"),
         (&["--widht", "2"][..], "--widht"),
-        (&["--state", "runs/a", "--sequential"][..], "--state"),
     ] {
         let err = parse(flags).expect_err(&format!("{flags:?} must be refused"));
         assert!(err.contains(named), "{flags:?}: {err}");

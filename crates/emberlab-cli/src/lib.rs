@@ -7,6 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`app`] | the `ember` command itself; a program of your own can register environments (`emberlab_env::register`) and learners (`emberlab_run::register`) and call [`app::main_with_args`] |
+//! | [`checks`] | a learner of your own killed at random instants and resumed equals its uninterrupted run (the checks the built-in ones pass) |
 //! | [`metrics`] | `metrics.csv` + `metrics.jsonl`: fixed columns plus the algorithm's own metrics, flushed per row, cut back exactly on resume |
 //! | [`evaluations`] | `evaluations.csv`: mean and std of each evaluation's returns, same resume rule |
 //! | [`tensorboard`] | TensorBoard event files (scalars), hand-encoded protobuf in TFRecord framing |
@@ -50,6 +51,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod checks;
 pub mod crc32c;
 pub mod evaluations;
 mod font;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{Stops, assert_same_learning, learning_columns, listing, stop_and_resume};
+use common::{Signal, Stops, assert_same_learning, learning_columns, listing, stop_and_resume};
 
 const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 
@@ -298,8 +298,8 @@ fn mistakes_are_one_line_with_exit_code_2() {
 
 /// Stops the run `kills` times — SIGKILL, or SIGINT (Ctrl-C: the run writes a checkpoint
 /// and exits with 130) — and resumes it each time.
-fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) {
-    let cwd = temp(&format!("kill-{algo}-{signal}"));
+fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: Signal) {
+    let cwd = temp(&format!("kill-{algo}-{signal:?}"));
     let mut args = small(algo);
     args.extend(["--out", "whole"]);
     let out = ember(&args, &cwd);
@@ -315,7 +315,7 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
         stop_and_resume(&binary, &cwd, &args, "killed", signal, seed);
     println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
     assert!(
-        signal == "KILL" || interrupted >= 1,
+        signal == Signal::Kill || interrupted >= 1,
         "no Ctrl-C was handled"
     );
     assert!(kills >= 2, "{algo}: killed only {kills} times");
@@ -327,7 +327,7 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
     let rows = learning_columns(&cwd.join("whole/metrics.csv"));
     let want = if algo.starts_with("sac") { 12 } else { 40 };
     assert_eq!(rows.len(), want, "{algo}: a row every 100 env steps");
-    if algo == "sac" && signal == "KILL" {
+    if algo == "sac" && signal == Signal::Kill {
         tensorboard_has_the_run(&cwd.join("whole"));
     }
     let eval = |run: &str| {
@@ -346,17 +346,17 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: &str) 
 
 #[test]
 fn sac_killed_at_random_instants_resumes_exactly() {
-    killed_and_resumed_equals_uninterrupted("sac", 11, "KILL");
+    killed_and_resumed_equals_uninterrupted("sac", 11, Signal::Kill);
 }
 
 #[test]
 fn sac_stopped_with_ctrl_c_checkpoints_and_resumes_exactly() {
-    killed_and_resumed_equals_uninterrupted("sac", 3, "INT");
+    killed_and_resumed_equals_uninterrupted("sac", 3, Signal::Interrupt);
 }
 
 #[test]
 fn dqn_killed_at_random_instants_resumes_exactly() {
-    killed_and_resumed_equals_uninterrupted("dqn", 5, "KILL");
+    killed_and_resumed_equals_uninterrupted("dqn", 5, Signal::Kill);
 }
 
 /// The same on a MuJoCo task: the environments' snapshots (MuJoCo's integration state,
@@ -364,7 +364,7 @@ fn dqn_killed_at_random_instants_resumes_exactly() {
 #[cfg(feature = "mujoco")]
 #[test]
 fn sac_on_hopper_killed_and_resumed_equals_uninterrupted() {
-    killed_and_resumed_equals_uninterrupted("sac-hopper", 7, "KILL");
+    killed_and_resumed_equals_uninterrupted("sac-hopper", 7, Signal::Kill);
 }
 
 /// A MuJoCo run evaluates; `--gif` says in one line, before evaluating, that it cannot draw

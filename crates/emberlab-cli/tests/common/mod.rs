@@ -6,8 +6,7 @@
 use emberlab_algo::ActionBuf;
 use emberlab_run::RunPolicy;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 /// Every file under `dir` with its bytes, sorted by path.
 pub fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -27,157 +26,29 @@ pub fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-/// The columns of a metrics or evaluations file that do not depend on timing.
-pub fn learning_columns(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let keep: Vec<usize> = (0..header.len())
-        .filter(|&i| {
-            !matches!(
-                header[i],
-                "wall_secs" | "env_steps_per_sec" | "updates_per_sec"
-            )
-        })
-        .collect();
-    lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            keep.iter().map(|&i| f[i]).collect::<Vec<_>>().join(",")
-        })
-        .collect()
-}
+pub use emberlab_cli::checks::{Ember, Signal, Stops};
 
-/// The tensor data of a safetensors file (after its JSON header, whose metadata keys come
-/// in no fixed order).
-pub fn tensor_bytes(file: &[u8]) -> &[u8] {
-    let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
-    &file[8 + n..]
-}
-
-/// A tiny generator for kill delays.
-fn next(state: &mut u64) -> u64 {
-    *state = state
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    *state >> 33
-}
-
-/// How a run was stopped on its way.
-pub struct Stops {
-    /// Times it was stopped before it finished.
-    pub kills: u32,
-    /// Of those, the Ctrl-C's it handled (checkpoint written, exit code 130).
-    pub interrupted: u32,
-}
-
-/// The `ember` command with these arguments (the binary, or a program of a user's own).
-pub type Ember<'a> = &'a dyn Fn(&[&str]) -> Command;
-
-/// Starts `first` (a `train` command writing to `cwd/run`) with `ember`, stops it at random
-/// instants — SIGKILL, or SIGINT (Ctrl-C) — and resumes it (`train --resume run`) until it
-/// finishes.
+/// [`emberlab_cli::checks::stop_and_resume`], failing the test on an error.
 pub fn stop_and_resume(
     ember: Ember<'_>,
     cwd: &Path,
     first: &[&str],
     run: &str,
-    signal: &str,
+    signal: Signal,
     seed: u64,
 ) -> Stops {
-    let mut rng = seed;
-    let (mut kills, mut interrupted) = (0, 0);
-    let mut start = true;
-    // Lives in a row that kept no new metrics row: each lengthens the next life by 20 ms,
-    // so that a loaded machine (slower start-ups) still finishes, while every life may
-    // still be cut at any instant, start-up included.
-    let (mut stalled, mut kept) = (0u64, 0usize);
-    loop {
-        let mut cmd = if start {
-            ember(first)
-        } else {
-            ember(&["train", "--resume", run, "--quiet"])
-        };
-        let mut child = cmd
-            .current_dir(cwd)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        start = false;
-        // Runs take a fraction of a second: kill early and often.
-        let delay = Duration::from_millis(15 + next(&mut rng) % 150 + 20 * stalled);
-        std::thread::sleep(delay);
-        match child.try_wait().unwrap() {
-            Some(status) => {
-                let out = child.wait_with_output().unwrap();
-                assert!(status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                break;
-            }
-            None if signal == "KILL" => {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                kills += 1;
-                assert!(kills < 400, "never finished");
-            }
-            None => {
-                let pid = child.id().to_string();
-                let sent = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-                assert!(sent.success());
-                let out = child.wait_with_output().unwrap();
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                if out.status.success() {
-                    break; // it finished first
-                }
-                // Before the handler is installed (the first milliseconds) SIGINT simply
-                // ends the process; after, the run checkpoints and exits with 130.
-                if let Some(code) = out.status.code() {
-                    assert_eq!(code, 130, "{stderr}");
-                    assert!(
-                        stderr.contains("interrupted at") && stderr.contains("--resume"),
-                        "{stderr}"
-                    );
-                    interrupted += 1;
-                }
-                kills += 1;
-                assert!(kills < 400, "never finished");
-            }
-        }
-        let rows = std::fs::read_to_string(cwd.join(run).join("metrics.csv"))
-            .map_or(0, |t| t.lines().count());
-        (stalled, kept) = if rows > kept {
-            (0, rows)
-        } else {
-            (stalled + 1, kept)
-        };
-    }
-    Stops { kills, interrupted }
+    emberlab_cli::checks::stop_and_resume(ember, cwd, first, run, signal, seed)
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// The runs `a` and `b` learned the same: metrics and evaluations (timing aside) and the
-/// best weights, tensor for tensor. Returns the number of networks compared.
+/// The runs `a` and `b` learned the same ([`emberlab_cli::checks::same_learning`]).
 pub fn assert_same_learning(a: &Path, b: &Path, what: &str) -> usize {
-    for file in ["metrics.csv", "evaluations.csv"] {
-        assert_eq!(
-            learning_columns(&a.join(file)),
-            learning_columns(&b.join(file)),
-            "{what}: {file}"
-        );
-    }
-    let mut networks = 0;
-    for (path, bytes) in listing(&a.join("best")) {
-        if path.extension().is_some_and(|e| e == "safetensors") {
-            let other = std::fs::read(b.join("best").join(path.file_name().unwrap()));
-            assert!(
-                tensor_bytes(&bytes) == tensor_bytes(&other.unwrap()),
-                "{what}: {}",
-                path.display()
-            );
-            networks += 1;
-        }
-    }
-    assert!(networks >= 1, "{what}: best weights written");
-    networks
+    emberlab_cli::checks::same_learning(a, b).unwrap_or_else(|e| panic!("{what}: {e:#}"))
+}
+
+/// The learning columns of a metrics or evaluations file.
+pub fn learning_columns(path: &Path) -> Vec<String> {
+    emberlab_cli::checks::learning_columns(path).unwrap()
 }
 
 /// Observations the ONNX check acts on.
