@@ -131,12 +131,14 @@ fn redq_killed_and_resumed_by_the_command_equals_uninterrupted() {
         ]);
         a
     };
-    let out = command(&args("whole")).current_dir(&cwd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The command in `cwd`, which must succeed: its standard output.
+    let run_ok = |args: &[&str]| {
+        let out = command(args).current_dir(&cwd).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run_ok(&args("whole"));
     let config = std::fs::read_to_string(cwd.join("whole/config.toml")).unwrap();
     assert!(
         config.contains("[redq]") && config.contains("width = 32"),
@@ -151,31 +153,14 @@ fn redq_killed_and_resumed_by_the_command_equals_uninterrupted() {
     assert!(stops.kills >= 2, "killed only {} times", stops.kills);
     same_learning(&cwd.join("whole"), &cwd.join("killed")).unwrap_or_else(|e| panic!("{e:#}"));
     let eval = |run: &str| {
-        let out = command(&["eval", run, "--episodes", "2"])
-            .current_dir(&cwd)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+        let text = run_ok(&["eval", run, "--episodes", "2"]);
         text.lines()
             .find(|l| l.contains("return"))
             .unwrap_or_default()
             .to_string()
     };
     assert_eq!(eval("whole"), eval("killed"));
-    let out = command(&["export", "whole", "--onnx", "redq.onnx"])
-        .current_dir(&cwd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&["export", "whole", "--onnx", "redq.onnx"]);
     let onnx = std::fs::read(cwd.join("redq.onnx")).unwrap();
     assert!(onnx.len() > 32 * 32 * 4, "{} bytes", onnx.len());
     std::fs::remove_dir_all(&cwd).unwrap();

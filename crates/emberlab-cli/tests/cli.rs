@@ -8,7 +8,8 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{Signal, Stops, assert_same_learning, learning_columns, listing, stop_and_resume};
+use common::{listing, ok};
+use emberlab_cli::checks::{Signal, Stops, learning_columns, same_learning, stop_and_resume};
 
 const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 
@@ -311,20 +312,17 @@ fn killed_and_resumed_equals_uninterrupted(algo: &str, seed: u64, signal: Signal
 
     let mut args = small(algo);
     args.extend(["--out", "killed"]);
-    let Stops { kills, interrupted } =
-        stop_and_resume(&binary, &cwd, &args, "killed", signal, seed);
+    let Stops { kills, interrupted } = ok(stop_and_resume(
+        &binary, &cwd, &args, "killed", signal, seed,
+    ));
     println!("{algo}: finished after {kills} stops ({interrupted} by Ctrl-C)");
     assert!(
         signal == Signal::Kill || interrupted >= 1,
         "no Ctrl-C was handled"
     );
     assert!(kills >= 2, "{algo}: killed only {kills} times");
-    assert_same_learning(
-        &cwd.join("whole"),
-        &cwd.join("killed"),
-        &format!("{algo} after {kills} kills"),
-    );
-    let rows = learning_columns(&cwd.join("whole/metrics.csv"));
+    ok(same_learning(&cwd.join("whole"), &cwd.join("killed")));
+    let rows = ok(learning_columns(&cwd.join("whole/metrics.csv")));
     let want = if algo.starts_with("sac") { 12 } else { 40 };
     assert_eq!(rows.len(), want, "{algo}: a row every 100 env steps");
     if algo == "sac" && signal == Signal::Kill {
@@ -461,7 +459,7 @@ fn a_checkpoint_write_that_fails_leaves_the_previous_one() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = learning_columns(&cwd.join("run/metrics.csv"));
+    let rows = ok(learning_columns(&cwd.join("run/metrics.csv")));
     assert_eq!(rows.len(), 12);
     assert!(cwd.join("run/curve.png").is_file());
     std::fs::remove_dir_all(&cwd).unwrap();

@@ -17,9 +17,8 @@ use std::process::{Command, ExitCode};
 
 mod common;
 
-use common::{
-    Signal, Stops, assert_same_learning, onnx_acts_as_ember, onnx_python, stop_and_resume,
-};
+use common::{ok, onnx_acts_as_ember, onnx_python};
+use emberlab_cli::checks::{Signal, Stops, same_learning, stop_and_resume};
 
 /// The arguments of the user's program, joined by `\x1f`.
 const PROGRAM: &str = "EMBER_USER_PROGRAM";
@@ -183,10 +182,16 @@ fn a_users_learner_trains_resumes_evaluates_and_exports_through_the_command() {
     );
 
     // Killed at random instants and resumed until done: the same run, bit for bit.
-    let Stops { kills, .. } =
-        stop_and_resume(&program, &cwd, &args("killed"), "killed", Signal::Kill, 17);
+    let Stops { kills, .. } = ok(stop_and_resume(
+        &program,
+        &cwd,
+        &args("killed"),
+        "killed",
+        Signal::Kill,
+        17,
+    ));
     assert!(kills >= 2, "killed only {kills} times");
-    assert_same_learning(&cwd.join("whole"), &cwd.join("killed"), "tempered");
+    ok(same_learning(&cwd.join("whole"), &cwd.join("killed")));
     let eval = |name: &str| {
         let (code, out, err) = run(&["eval", name, "--episodes", "2"], &cwd);
         assert_eq!(code, Some(0), "{err}");

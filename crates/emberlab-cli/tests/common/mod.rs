@@ -26,29 +26,11 @@ pub fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-pub use emberlab_cli::checks::{Ember, Signal, Stops};
+pub use emberlab_cli::checks::Ember;
 
-/// [`emberlab_cli::checks::stop_and_resume`], failing the test on an error.
-pub fn stop_and_resume(
-    ember: Ember<'_>,
-    cwd: &Path,
-    first: &[&str],
-    run: &str,
-    signal: Signal,
-    seed: u64,
-) -> Stops {
-    emberlab_cli::checks::stop_and_resume(ember, cwd, first, run, signal, seed)
-        .unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-/// The runs `a` and `b` learned the same ([`emberlab_cli::checks::same_learning`]).
-pub fn assert_same_learning(a: &Path, b: &Path, what: &str) -> usize {
-    emberlab_cli::checks::same_learning(a, b).unwrap_or_else(|e| panic!("{what}: {e:#}"))
-}
-
-/// The learning columns of a metrics or evaluations file.
-pub fn learning_columns(path: &Path) -> Vec<String> {
-    emberlab_cli::checks::learning_columns(path).unwrap()
+/// The value, or the test fails with the error and its causes.
+pub fn ok<T>(r: anyhow::Result<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Observations the ONNX check acts on.
