@@ -22,7 +22,7 @@ use emberlab_core::{Batch, EmberRng, Error, Result, Space};
 use emberlab_loss::{
     checked_loss, double_dqn_value, huber, huber_weighted, td_target, td_target_discounted,
 };
-use emberlab_nn::{DiscreteQ, MlpConfig, hard_target};
+use emberlab_nn::{DiscreteQ, FrozenMlp, MlpConfig, hard_target};
 use serde::{Deserialize, Serialize};
 
 /// DQN hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
@@ -182,7 +182,8 @@ pub struct Dqn {
     epsilon: f64,
     last_target_update: u64,
     rng: EmberRng,
-    acting: ActingCopy<DiscreteQ>,
+    /// The acting copy, with the host fast path when it acts on flex or ndarray.
+    acting: ActingCopy<DiscreteQ, FrozenMlp>,
     progress: Progress,
     /// Runs the halves of the rows side by side.
     parts: Parts,
@@ -339,9 +340,17 @@ impl Agent for Dqn {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = emberlab_core::denormals::flush_denormals_here();
         let out = out.discrete_mut("DQN")?;
-        let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
-        let q = self.acting.module().forward(x);
-        *out = host_indices(q.argmax(1).reshape([n]));
+        let rows = obs.len() / self.obs_dim.max(1);
+        if let Some(frozen) = self.acting.frozen(rows) {
+            let mut q = Vec::with_capacity(rows * self.actions);
+            frozen.forward(obs, rows, &mut q)?;
+            out.clear();
+            out.extend(q.chunks_exact(self.actions).map(first_argmax));
+        } else {
+            let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+            let q = self.acting.module().forward(x);
+            *out = host_indices(q.argmax(1).reshape([n]));
+        }
         if explore {
             for a in out.iter_mut() {
                 if self.rng.next_f64() < self.epsilon {
@@ -351,6 +360,17 @@ impl Agent for Dqn {
         }
         Ok(())
     }
+}
+
+/// The index of the first largest value (as burn's `argmax` picks among ties).
+fn first_argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, v) in values.iter().enumerate() {
+        if *v > values[best] {
+            best = i;
+        }
+    }
+    best
 }
 
 impl OffPolicyLearner for Dqn {

@@ -96,7 +96,7 @@ mod trainer;
 pub mod training_state;
 
 pub use a2c::A2cConfig;
-pub use acting::ActingCopy;
+pub use acting::{ActingCopy, Frozen, GaussianActing, Unfrozen};
 pub use agent::{ActionBuf, Agent, OnnxOutput, OnnxPolicy, PolicyWeights, stored_action_dim};
 pub use checkpoint::{
     Checkpoint, CheckpointConfig, CheckpointInfo, load_checkpoint, save_checkpoint,

@@ -15,22 +15,20 @@
 //!
 //! # fn main() -> emberlab_core::Result<()> {
 //! // Two "networks", each with its own loss and step, as a learner's critic and actor.
-//! let (mut critic, mut actor) = (vec![1.0f32; 8], vec![-1.0f32; 8]);
+//! let (critic, actor) = (vec![1.0f32; 8], vec![-1.0f32; 8]);
 //! let mut parts = UpdateSchedule::Parallel.parts("my-learner");
-//! let (mut critic_loss, mut actor_loss) = (0.0, 0.0);
-//! let (c, a, c_loss, a_loss) = (&mut critic, &mut actor, &mut critic_loss, &mut actor_loss);
-//! parts.run("update 0", vec![
-//!     part(move || {
-//!         *c_loss = c.iter().map(|w| w * w).sum::<f32>();
-//!         emberlab_core::Error::check_finite(|| "critic loss".into(), *c_loss as f64)?;
-//!         Ok(move || c.iter_mut().for_each(|w| *w *= 0.9)) // the step, only if all are finite
-//!     }),
-//!     part(move || {
-//!         *a_loss = a.iter().sum::<f32>();
-//!         Ok(move || a.iter_mut().for_each(|w| *w += 0.1))
-//!     }),
-//! ])?;
-//! assert_eq!((critic_loss, critic[0]), (8.0, 0.9));
+//! let critic_part = part(|| {
+//!     let loss = critic.iter().map(|w| w * w).sum::<f32>();
+//!     emberlab_core::Error::check_finite(|| "critic loss".into(), loss as f64)?;
+//!     // The step, only if every part's loss is finite: it gives the part's result.
+//!     Ok(move || (critic.iter().map(|w| w * 0.9).collect::<Vec<f32>>(), loss))
+//! });
+//! let actor_part = part(|| {
+//!     let loss = actor.iter().sum::<f32>();
+//!     Ok(move || (actor.iter().map(|w| w + 0.1).collect::<Vec<f32>>(), loss))
+//! });
+//! let ((critic, critic_loss), (actor, _)) = parts.run("update 0", (critic_part, actor_part))?;
+//! assert_eq!((critic_loss, critic[0], actor[0]), (8.0, 0.9, -0.9));
 //! # Ok(())
 //! # }
 //! ```
@@ -38,7 +36,7 @@
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
-pub use emberlab_kernels::parts::{Commit, Part, Parts, Setting, Tuning, part, tunings};
+pub use emberlab_kernels::parts::{Commit, Group, Part, Parts, Setting, Tuning, part, tunings};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -97,30 +95,41 @@ pub fn row_shares(n: usize, shares: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// One part for each of [`row_shares`]`(rows, shares)`: `compute(range, share)` with
+/// `share` the range's fraction of the rows (scale a loss by it, so the shares' gradients
+/// add up to the whole batch's). Give them to [`Parts::run`] beside other parts, or run
+/// them alone with [`run_by_rows`]; their results come back in row order. `shares` must
+/// not depend on the schedule, so that both give the same bits.
+pub fn row_parts<'a, T: Send + 'static>(
+    (rows, shares): (usize, usize),
+    compute: &'a (impl Fn(Range<usize>, f64) -> emberlab_core::Result<T> + Sync),
+) -> Vec<Part<'a, T>> {
+    row_shares(rows, shares)
+        .into_iter()
+        .map(|r| {
+            part(move || {
+                let share = r.len() as f64 / rows as f64;
+                let done = compute(r, share)?;
+                Ok(move || done)
+            })
+        })
+        .collect()
+}
+
 /// Runs `compute` once for each of [`row_shares`]`(rows, shares)`, each share a part of its
-/// own ([`Parts::run`]: side by side on the parallel schedule, all or nothing), and returns
-/// the results in row order. `shares` must not depend on the schedule, so that both give
-/// the same bits.
+/// own ([`row_parts`], [`Parts::run`]: side by side on the parallel schedule, all or
+/// nothing), and returns the results in row order.
 ///
 /// # Errors
 /// [`Parts::run`]'s: the error of the lowest-numbered share that failed.
-pub fn run_by_rows<T: Send>(
+pub fn run_by_rows<T: Send + 'static>(
     parts: &mut Parts,
     what: &str,
-    (rows, shares): (usize, usize),
+    rows: (usize, usize),
     compute: impl Fn(Range<usize>) -> emberlab_core::Result<T> + Sync,
 ) -> emberlab_core::Result<Vec<T>> {
-    let ranges = row_shares(rows, shares);
-    let mut out: Vec<Option<T>> = ranges.iter().map(|_| None).collect();
-    let compute = &compute;
-    let jobs = ranges.into_iter().zip(out.iter_mut()).map(|(r, slot)| {
-        part(move || {
-            let done = compute(r)?;
-            Ok(move || *slot = Some(done))
-        })
-    });
-    parts.run(what, jobs.collect())?;
-    Ok(out.into_iter().flatten().collect())
+    let compute = |r, _share| compute(r);
+    parts.run(what, row_parts(rows, &compute))
 }
 
 /// A copy of `module` (the same values and parameter ids) whose trainable parameters are

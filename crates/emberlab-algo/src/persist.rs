@@ -20,7 +20,7 @@
 //! changes yet), the second puts them all in place. A missing, damaged or mismatched file
 //! therefore leaves the learner as it was.
 
-use crate::acting::ActingCopy;
+use crate::acting::{ActingCopy, Frozen};
 use crate::agent::PolicyWeights;
 use crate::checkpoint::{Checkpoint, load_module, save_module};
 use crate::learner::Progress;
@@ -121,9 +121,9 @@ pub trait Visitor {
     ///
     /// # Errors
     /// As [`Visitor::net`].
-    fn acting<M: Module + 'static>(
+    fn acting<M: Module + 'static, F: Frozen<M>>(
         &mut self,
-        acting: &mut ActingCopy<M>,
+        acting: &mut ActingCopy<M, F>,
         online: &mut M,
     ) -> Result<()>;
 }
@@ -217,7 +217,11 @@ impl Visitor for Save<'_> {
         Ok(())
     }
 
-    fn acting<M: Module + 'static>(&mut self, acting: &mut ActingCopy<M>, _: &mut M) -> Result<()> {
+    fn acting<M: Module + 'static, F: Frozen<M>>(
+        &mut self,
+        acting: &mut ActingCopy<M, F>,
+        _: &mut M,
+    ) -> Result<()> {
         if self.scope == Scope::State {
             acting.save_state(self.dir)?;
             self.words.u64(acting.since());
@@ -271,7 +275,11 @@ impl Visitor for Stage<'_, '_, '_> {
         Ok(())
     }
 
-    fn acting<M: Module + 'static>(&mut self, acting: &mut ActingCopy<M>, _: &mut M) -> Result<()> {
+    fn acting<M: Module + 'static, F: Frozen<M>>(
+        &mut self,
+        acting: &mut ActingCopy<M, F>,
+        _: &mut M,
+    ) -> Result<()> {
         if self.scope == Scope::State {
             let module = acting.load_module(self.dir)?;
             let since = self.words()?.u64()?;
@@ -325,7 +333,11 @@ impl Visitor for Commit {
         Ok(())
     }
 
-    fn acting<M: Module + 'static>(&mut self, acting: &mut ActingCopy<M>, _: &mut M) -> Result<()> {
+    fn acting<M: Module + 'static, F: Frozen<M>>(
+        &mut self,
+        acting: &mut ActingCopy<M, F>,
+        _: &mut M,
+    ) -> Result<()> {
         if self.scope == Scope::State {
             let (module, since) = self.next::<(M, u64)>("acting")?;
             acting.restore(module, since);
@@ -353,9 +365,9 @@ impl Visitor for Acting<'_> {
     fn value<T: Value>(&mut self, _: &mut T) -> Result<()> {
         Ok(())
     }
-    fn acting<M: Module + 'static>(
+    fn acting<M: Module + 'static, F: Frozen<M>>(
         &mut self,
-        acting: &mut ActingCopy<M>,
+        acting: &mut ActingCopy<M, F>,
         online: &mut M,
     ) -> Result<()> {
         match self {

@@ -24,7 +24,9 @@ use emberlab_loss::{
     checked_loss, ensemble_td_errors, sac_critic_loss, sac_critic_loss_weighted, td_target,
     td_target_discounted,
 };
-use emberlab_nn::{CriticEnsemble, CriticEnsembleConfig, Mlp, MlpConfig, noise, polyak_update};
+use emberlab_nn::{
+    CriticEnsemble, CriticEnsembleConfig, FrozenMlp, Mlp, MlpConfig, noise, polyak_update,
+};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -174,7 +176,8 @@ pub struct Td3 {
     critic_target: CriticEnsemble,
     actor_opt: ModuleOptimizer,
     critic_opt: ModuleOptimizer,
-    acting: ActingCopy<Mlp>,
+    /// The acting copy, with the host fast path when it acts on flex or ndarray.
+    acting: ActingCopy<Mlp, FrozenMlp>,
     rng: EmberRng,
     progress: Progress,
     /// Runs the halves of the rows side by side, then the two steps.
@@ -197,13 +200,7 @@ impl Td3 {
         devices: &Devices,
     ) -> Result<Td3> {
         config.validate()?;
-        let Space::Box(b) = action_space else {
-            return Err(Error::invalid(
-                "TD3 action space",
-                action_space,
-                "a Box (continuous) space",
-            ));
-        };
+        let b = action_space.as_box("TD3")?;
         let obs_dim = obs_space.flat_dim();
         let act_dim = b.dim();
         let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
@@ -383,14 +380,13 @@ impl Td3View<'_> {
     }
 
     /// The critic step: the shares' gradients summed; its commit steps a clone of the
-    /// critic (and moves the target critic on actor steps) into `out`.
+    /// critic (and moves the target critic on actor steps).
     fn critic_step<'a>(
         &'a self,
         grads: Vec<GradientsParams>,
         optim: &'a ModuleOptimizer,
         actor_step: bool,
-        out: &'a mut Option<CriticStep>,
-    ) -> Part<'a> {
+    ) -> Part<'a, CriticStep> {
         part(move || {
             let grads = sum_gradients(self.critic, grads);
             Ok(move || {
@@ -399,19 +395,18 @@ impl Td3View<'_> {
                 crate::faults::site("td3.step");
                 let target = actor_step
                     .then(|| polyak_update(self.critic_target.clone(), &critic, self.config.tau));
-                *out = Some((critic, optim, target));
+                (critic, optim, target)
             })
         })
     }
 
     /// The delayed actor step: the shares' gradients summed; its commit steps a clone of
-    /// the actor and moves its target into `out`.
+    /// the actor and moves its target.
     fn actor_step<'a>(
         &'a self,
         grads: Vec<GradientsParams>,
         optim: &'a ModuleOptimizer,
-        out: &'a mut Option<ActorStep>,
-    ) -> Part<'a> {
+    ) -> Part<'a, ActorStep> {
         part(move || {
             let grads = sum_gradients(self.actor, grads);
             Ok(move || {
@@ -419,7 +414,7 @@ impl Td3View<'_> {
                 step_in_place(&mut optim, self.config.learning_rate, &mut actor, grads);
                 crate::faults::site("td3.actor_step");
                 let target = polyak_update(self.actor_target.clone(), &actor, self.config.tau);
-                *out = Some((actor, optim, target));
+                (actor, optim, target)
             })
         })
     }
@@ -451,8 +446,19 @@ impl Agent for Td3 {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = emberlab_core::denormals::flush_denormals_here();
         let out = out.continuous_mut("TD3")?;
-        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
-        let unit = host(tanh(self.acting.module().forward(x)));
+        let rows = obs.len() / self.obs_dim.max(1);
+        let unit = match self.acting.frozen(rows) {
+            Some(frozen) => {
+                let mut unit = Vec::with_capacity(rows * self.act_dim);
+                frozen.forward(obs, rows, &mut unit)?;
+                unit.iter_mut().for_each(|u| *u = u.tanh());
+                unit
+            }
+            None => {
+                let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+                host(tanh(self.acting.module().forward(x)))
+            }
+        };
         out.clear();
         let mut eps = Vec::with_capacity(unit.len());
         if explore {
@@ -515,16 +521,12 @@ impl OffPolicyLearner for Td3 {
                 actor_loss += loss;
             }
         }
-        let (mut critic_out, mut actor_out) = (None, None);
-        let critic_opt = &self.critic_opt;
-        let mut parts =
-            vec![view.critic_step(critic_grads, critic_opt, actor_step, &mut critic_out)];
-        if actor_step {
-            parts.push(view.actor_step(actor_grads, &self.actor_opt, &mut actor_out));
-        }
-        self.parts.run(&format!("TD3 step {step}"), parts)?;
-        let (critic, critic_opt, critic_target) = critic_out
-            .ok_or_else(|| Error::panicked("TD3 update", &"the critic step did not commit"))?;
+        let parts = (
+            view.critic_step(critic_grads, &self.critic_opt, actor_step),
+            actor_step.then(|| view.actor_step(actor_grads, &self.actor_opt)),
+        );
+        let ((critic, critic_opt, critic_target), actor_out) =
+            self.parts.run(&format!("TD3 step {step}"), parts)?;
         let mut metrics = Metrics::default();
         metrics.push("critic_loss", critic_loss);
         (self.critic, self.critic_opt, self.rng) = (critic, critic_opt, rng);

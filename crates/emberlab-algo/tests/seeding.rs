@@ -28,9 +28,9 @@ impl Visitor for Weights {
         Ok(())
     }
 
-    fn acting<M: burn::module::Module + 'static>(
+    fn acting<M: burn::module::Module + 'static, F: emberlab_algo::Frozen<M>>(
         &mut self,
-        acting: &mut ActingCopy<M>,
+        acting: &mut ActingCopy<M, F>,
         online: &mut M,
     ) -> Result<()> {
         self.0.extend(

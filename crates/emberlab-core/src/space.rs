@@ -111,6 +111,22 @@ impl Discrete {
 }
 
 impl Space {
+    /// This space's box, for a learner that acts continuously; `who` names the learner in
+    /// the error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the space is discrete.
+    pub fn as_box(&self, who: &str) -> Result<&BoxSpace> {
+        match self {
+            Space::Box(b) => Ok(b),
+            Space::Discrete(_) => Err(Error::invalid(
+                format!("{who} action space"),
+                self,
+                "a Box (continuous) space",
+            )),
+        }
+    }
+
     /// Length of a flat `f32` vector holding one element (a discrete value takes one slot).
     pub fn flat_dim(&self) -> usize {
         match self {

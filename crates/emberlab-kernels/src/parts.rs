@@ -6,7 +6,13 @@
 //!
 //! 1. every part computes (its loss, the loss's check, its gradients) and returns what it
 //!    would commit, a [`Commit`];
-//! 2. only if every part succeeded, every part commits (its optimizer step).
+//! 2. only if every part succeeded, every part commits (its optimizer step) on its thread,
+//!    and the commit's value is the part's result.
+//!
+//! [`Parts::run`] takes a [`Group`] of parts — one [`Part`], a `Vec`, an array or an
+//! `Option` of parts, or a tuple of groups — and gives back the same shape of results,
+//! typed: `(Part<A>, Option<Part<B>>)` gives `(A, Option<B>)`. A learner builds its parts,
+//! runs them, and moves the results into itself; nothing is passed out through slots.
 //!
 //! With [`Parts::parallel`] the parts are dealt to threads in turn (part `i` to thread
 //! `i % threads`; the calling thread is thread 0, the others are long-lived helpers of the
@@ -38,19 +44,16 @@
 //! use emberlab_kernels::parts::{Parts, part};
 //!
 //! # fn main() -> emberlab_core::Result<()> {
-//! let (mut left, mut right) = (vec![1.0f32; 4], vec![2.0f32; 4]);
-//! let (l, r) = (&mut left, &mut right);
+//! let (left, right) = (vec![1.0f32; 4], vec![2.0f32; 4]);
+//! let step = |w: &Vec<f32>| {
+//!     let w = w.clone();
+//!     part(move || {
+//!         let grad: Vec<f32> = w.iter().map(|w| 2.0 * w).collect(); // may fail: `?`
+//!         Ok(move || w.iter().zip(&grad).map(|(w, g)| w - 0.1 * g).collect::<Vec<f32>>())
+//!     })
+//! };
 //! let mut parts = Parts::parallel(2);
-//! parts.run("an update", vec![
-//!     part(move || {
-//!         let grad: Vec<f32> = l.iter().map(|w| 2.0 * w).collect();
-//!         Ok(move || l.iter_mut().zip(&grad).for_each(|(w, g)| *w -= 0.1 * g))
-//!     }),
-//!     part(move || {
-//!         let grad: Vec<f32> = r.iter().map(|w| 2.0 * w).collect();
-//!         Ok(move || r.iter_mut().zip(&grad).for_each(|(w, g)| *w -= 0.1 * g))
-//!     }),
-//! ])?;
+//! let (left, right) = parts.run("an update", (step(&left), step(&right)))?;
 //! assert_eq!((left[0], right[0]), (0.8, 1.6));
 //! # Ok(())
 //! # }
@@ -60,6 +63,7 @@ pub mod tuner;
 
 use crate::worker::{Helper, cap_spin, spin_budget, spin_is_configured, spun};
 use crate::{Error, Result};
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -85,19 +89,140 @@ fn publish(name: &str, tuning: &Tuning) {
     }
 }
 
-/// What a part does once every part has computed successfully (its optimizer step).
-pub type Commit<'a> = Box<dyn FnOnce() + Send + 'a>;
+/// What a part does once every part has computed successfully (its optimizer step); its
+/// value is the part's result.
+pub type Commit<'a, T = ()> = Box<dyn FnOnce() -> T + Send + 'a>;
 
 /// One part of an update: computes, and returns its [`Commit`] or an error.
-pub type Part<'a> = Box<dyn FnOnce() -> Result<Commit<'a>> + Send + 'a>;
+pub type Part<'a, T = ()> = Box<dyn FnOnce() -> Result<Commit<'a, T>> + Send + 'a>;
 
 /// A [`Part`] from a closure that computes and returns its commit.
-pub fn part<'a, C>(compute: impl FnOnce() -> Result<C> + Send + 'a) -> Part<'a>
+pub fn part<'a, T, C>(compute: impl FnOnce() -> Result<C> + Send + 'a) -> Part<'a, T>
 where
-    C: FnOnce() + Send + 'a,
+    C: FnOnce() -> T + Send + 'a,
 {
-    Box::new(move || compute().map(|c| Box::new(c) as Commit<'a>))
+    Box::new(move || compute().map(|c| Box::new(c) as Commit<'a, T>))
 }
+
+/// A committed part's value, its type erased while the parts run.
+pub struct Value(Box<dyn Any + Send>);
+
+/// One part with its value's type erased: what a [`Group`] hands to [`Parts::run`].
+pub struct Job<'a>(Part<'a, Value>);
+
+/// Parts given to [`Parts::run`] together, and the shape of their results: a [`Part`]
+/// gives its value, a `Vec`, array or `Option` of groups gives the same of their results,
+/// a tuple of groups a tuple. Parts are numbered (for errors and for dealing them to
+/// threads) in the order they appear.
+pub trait Group<'a> {
+    /// What [`Parts::run`] returns for these parts.
+    type Output;
+    /// What rebuilding the output needs to know (how many parts there were).
+    type Shape;
+    /// Appends this group's parts to `jobs`, in order.
+    fn erase(self, jobs: &mut Vec<Job<'a>>) -> Self::Shape;
+    /// The output from the values of this group's parts, taken in order from `values`
+    /// (`None` if they do not fit, which [`Parts::run`] never lets happen).
+    fn rebuild(shape: Self::Shape, values: &mut dyn Iterator<Item = Value>)
+    -> Option<Self::Output>;
+}
+
+impl<'a, T: Send + 'static> Group<'a> for Part<'a, T> {
+    type Output = T;
+    type Shape = ();
+
+    fn erase(self, jobs: &mut Vec<Job<'a>>) {
+        jobs.push(Job(Box::new(move || {
+            let commit = self()?;
+            Ok(Box::new(move || Value(Box::new(commit()))) as Commit<'a, Value>)
+        })));
+    }
+
+    fn rebuild((): (), values: &mut dyn Iterator<Item = Value>) -> Option<T> {
+        values.next()?.0.downcast().ok().map(|v| *v)
+    }
+}
+
+impl<'a, G: Group<'a>> Group<'a> for Vec<G> {
+    type Output = Vec<G::Output>;
+    type Shape = Vec<G::Shape>;
+
+    fn erase(self, jobs: &mut Vec<Job<'a>>) -> Self::Shape {
+        self.into_iter().map(|g| g.erase(jobs)).collect()
+    }
+
+    fn rebuild(
+        shape: Self::Shape,
+        values: &mut dyn Iterator<Item = Value>,
+    ) -> Option<Self::Output> {
+        shape.into_iter().map(|s| G::rebuild(s, values)).collect()
+    }
+}
+
+impl<'a, G: Group<'a>, const N: usize> Group<'a> for [G; N] {
+    type Output = [G::Output; N];
+    type Shape = [G::Shape; N];
+
+    fn erase(self, jobs: &mut Vec<Job<'a>>) -> Self::Shape {
+        self.map(|g| g.erase(jobs))
+    }
+
+    fn rebuild(
+        shape: Self::Shape,
+        values: &mut dyn Iterator<Item = Value>,
+    ) -> Option<Self::Output> {
+        let all: Option<Vec<G::Output>> =
+            shape.into_iter().map(|s| G::rebuild(s, values)).collect();
+        all?.try_into().ok()
+    }
+}
+
+impl<'a, G: Group<'a>> Group<'a> for Option<G> {
+    type Output = Option<G::Output>;
+    type Shape = Option<G::Shape>;
+
+    fn erase(self, jobs: &mut Vec<Job<'a>>) -> Self::Shape {
+        self.map(|g| g.erase(jobs))
+    }
+
+    fn rebuild(
+        shape: Self::Shape,
+        values: &mut dyn Iterator<Item = Value>,
+    ) -> Option<Self::Output> {
+        match shape {
+            Some(s) => G::rebuild(s, values).map(Some),
+            None => Some(None),
+        }
+    }
+}
+
+/// Tuples of groups, their parts numbered left to right.
+macro_rules! tuple_group {
+    ($($g:ident),+) => {
+        impl<'a, $($g: Group<'a>),+> Group<'a> for ($($g,)+) {
+            type Output = ($($g::Output,)+);
+            type Shape = ($($g::Shape,)+);
+
+            #[allow(non_snake_case)]
+            fn erase(self, jobs: &mut Vec<Job<'a>>) -> Self::Shape {
+                let ($($g,)+) = self;
+                ($($g.erase(jobs),)+)
+            }
+
+            #[allow(non_snake_case)]
+            fn rebuild(
+                shape: Self::Shape,
+                values: &mut dyn Iterator<Item = Value>,
+            ) -> Option<Self::Output> {
+                let ($($g,)+) = shape;
+                Some(($($g::rebuild($g, values)?,)+))
+            }
+        }
+    };
+}
+tuple_group!(A, B);
+tuple_group!(A, B, C);
+tuple_group!(A, B, C, D);
 
 /// Runs the parts of updates, in parallel or in order (module docs).
 #[derive(Debug)]
@@ -184,72 +309,95 @@ impl Parts {
         &self.arrivals
     }
 
-    /// Computes every part, then commits every part if all succeeded (module docs). `what`
-    /// names the update in errors.
+    /// Computes every part, then commits every part if all succeeded (module docs), and
+    /// returns the parts' results in the shape they were given. `what` names the update in
+    /// errors.
     ///
     /// # Errors
     /// The error of the lowest-numbered part that failed to compute (then nothing was
     /// committed); [`Error::Panicked`] for a part that panicked while computing or
     /// committing; [`Error::Unavailable`] when a helper thread cannot be started.
-    pub fn run(&mut self, what: &str, parts: Vec<Part<'_>>) -> Result<()> {
+    pub fn run<'a, G: Group<'a>>(&mut self, what: &str, parts: G) -> Result<G::Output> {
+        let mut jobs = Vec::new();
+        let shape = parts.erase(&mut jobs);
         // A tuned run's spin, on each thread it runs on (`on_thread`); a fixed schedule
         // leaves the threads' spin as it is.
         let cap = self
             .tuner
             .as_ref()
             .map(|t| (!t.setting().spin).then_some(0));
-        let result = self.run_now(what, parts, cap);
+        let result = self.run_now(what, jobs, cap);
         if let Some(tuner) = &mut self.tuner
             && let Some(tuning) = tuner.after_run(Instant::now())
         {
             publish(&self.name, tuning);
         }
-        result
+        let values = result?;
+        G::rebuild(shape, &mut values.into_iter())
+            .ok_or_else(|| Error::panicked(what, &"the parts' results do not fit the parts given"))
     }
 
-    fn run_now(&mut self, what: &str, parts: Vec<Part<'_>>, cap: Option<Spin>) -> Result<()> {
+    /// Runs the jobs; their values in part order, or the run's error.
+    fn run_now(&mut self, what: &str, jobs: Vec<Job<'_>>, cap: Option<Spin>) -> Result<Vec<Value>> {
         // Threads without parts of their own still help: they take blocks of the others'
         // large products at the gate. (An empty run helps no one: it stays here.)
-        let threads = if parts.is_empty() { 1 } else { self.threads() };
-        if threads == 1 {
+        let threads = if jobs.is_empty() { 1 } else { self.threads() };
+        let done = if threads == 1 {
             let gate = Gate::new(1);
-            let group = parts.into_iter().enumerate().collect();
-            let failed = on_thread(what, 0, group, &gate, cap);
-            return failed.into_iter().next().map_or(Ok(()), |(_, e)| Err(e));
-        }
-        while self.helpers.len() < threads - 1 {
-            let name = format!("{}-{}", self.name, self.helpers.len() + 1);
-            self.helpers.push(Helper::spawn(&name)?);
-        }
-        let mut groups: Vec<Vec<(usize, Part<'_>)>> = (0..threads).map(|_| Vec::new()).collect();
-        for (i, p) in parts.into_iter().enumerate() {
-            groups[i % threads].push((i, p));
-        }
-        let gate = Gate::new(threads);
-        let mut failures = fork(what, &self.helpers[..threads - 1], groups, &gate, cap)?;
-        self.arrivals = gate.arrivals();
+            let group = jobs.into_iter().enumerate().collect();
+            on_thread(what, 0, group, &gate, cap)
+        } else {
+            while self.helpers.len() < threads - 1 {
+                let name = format!("{}-{}", self.name, self.helpers.len() + 1);
+                self.helpers.push(Helper::spawn(&name)?);
+            }
+            let mut groups: Vec<Vec<(usize, Job<'_>)>> = (0..threads).map(|_| Vec::new()).collect();
+            for (i, p) in jobs.into_iter().enumerate() {
+                groups[i % threads].push((i, p));
+            }
+            let gate = Gate::new(threads);
+            let done = fork(what, &self.helpers[..threads - 1], groups, &gate, cap)?;
+            self.arrivals = gate.arrivals();
+            done
+        };
         // The lowest-numbered part's failure wins; commit panics rank last.
+        let Done {
+            mut values,
+            mut failures,
+        } = done;
         failures.sort_by_key(|(i, _)| *i);
-        failures.into_iter().next().map_or(Ok(()), |(_, e)| Err(e))
+        if let Some((_, e)) = failures.into_iter().next() {
+            return Err(e);
+        }
+        values.sort_by_key(|(i, _)| *i);
+        Ok(values.into_iter().map(|(_, v)| v).collect())
     }
 }
 
 /// A failure and the number of its part (commit panics rank after every part).
 type Failure = (usize, Error);
 
+/// What the threads of a run did: the committed parts' values and the failures, each with
+/// its part's number.
+#[derive(Default)]
+struct Done {
+    values: Vec<(usize, Value)>,
+    failures: Vec<Failure>,
+}
+
 /// A tuned run's spin cap for its threads ([`cap_spin`]); `None` in the outer option: a
 /// fixed schedule, which leaves each thread's cap alone.
 type Spin = Option<u64>;
 
-/// Runs `groups[0]` here and `groups[k]` on `helpers[k − 1]`, all at once; returns every
-/// thread's failures.
+/// Runs `groups[0]` here and `groups[k]` on `helpers[k − 1]`, all at once; returns what
+/// every thread did.
 fn fork(
     what: &str,
     helpers: &[Helper],
-    mut groups: Vec<Vec<(usize, Part<'_>)>>,
+    mut groups: Vec<Vec<(usize, Job<'_>)>>,
     gate: &Gate,
     cap: Option<Spin>,
-) -> Result<Vec<Failure>> {
+) -> Result<Done> {
     let Some((helper, rest)) = helpers.split_last() else {
         let group = groups.pop().unwrap_or_default();
         return Ok(on_thread(what, 0, group, gate, cap));
@@ -262,45 +410,53 @@ fn fork(
         || fork(what, rest, groups, gate, cap),
     )?;
     let mut all = others?;
-    all.extend(theirs);
+    all.values.extend(theirs.values);
+    all.failures.extend(theirs.failures);
     Ok(all)
 }
 
 /// One thread's share: computes its parts in order (stopping at its first failure),
 /// arrives at the gate as thread `thread`, and commits its parts in order if every thread
-/// succeeded. Returns its failures.
+/// succeeded. Returns its values and failures.
 fn on_thread(
     what: &str,
     thread: usize,
-    group: Vec<(usize, Part<'_>)>,
+    group: Vec<(usize, Job<'_>)>,
     gate: &Gate,
     cap: Option<Spin>,
-) -> Vec<Failure> {
+) -> Done {
     if let Some(cap) = cap {
         // Kept after the run: a helper's wait for its next job spins (or not) as it did.
         cap_spin(cap);
     }
     let mut commits = Vec::with_capacity(group.len());
-    let mut failed = Vec::new();
-    for (i, compute) in group {
+    let mut done = Done::default();
+    for (i, Job(compute)) in group {
         match catch_unwind(AssertUnwindSafe(compute)) {
             Ok(Ok(commit)) => commits.push((i, commit)),
-            Ok(Err(e)) => failed.push((i, e)),
-            Err(p) => failed.push((i, Error::panicked(format!("{what}, part {i}"), p.as_ref()))),
+            Ok(Err(e)) => done.failures.push((i, e)),
+            Err(p) => {
+                let e = Error::panicked(format!("{what}, part {i}"), p.as_ref());
+                done.failures.push((i, e));
+            }
         }
-        if !failed.is_empty() {
+        if !done.failures.is_empty() {
             break;
         }
     }
-    if gate.arrive(thread, failed.is_empty()) {
+    if gate.arrive(thread, done.failures.is_empty()) {
         for (i, commit) in commits {
-            if let Err(p) = catch_unwind(AssertUnwindSafe(commit)) {
-                let what = format!("{what}, part {i}'s commit");
-                failed.push((usize::MAX, Error::panicked(what, p.as_ref())));
+            match catch_unwind(AssertUnwindSafe(commit)) {
+                Ok(value) => done.values.push((i, value)),
+                Err(p) => {
+                    let what = format!("{what}, part {i}'s commit");
+                    done.failures
+                        .push((usize::MAX, Error::panicked(what, p.as_ref())));
+                }
             }
         }
     }
-    failed
+    done
 }
 
 /// Where the threads of a run agree that every part computed before any commits.
@@ -371,20 +527,20 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::thread::ThreadId;
 
-    /// Five parts, each squaring its slot into a commit; records the thread of each.
+    /// Five parts, each moving its slot on: the commits' values come back as an array in
+    /// the parts' order. Records the thread of each.
     fn squares(parts: &mut Parts, slots: &mut [f64; 5], on: &Mutex<Vec<(usize, ThreadId)>>) {
-        let jobs = slots
-            .iter_mut()
-            .enumerate()
-            .map(|(i, slot)| {
-                part(move || {
-                    on.lock().unwrap().push((i, std::thread::current().id()));
-                    let new = (*slot * 1.1).sin() * 3.0;
-                    Ok(move || *slot = new)
-                })
+        let mut i = 0;
+        let jobs = slots.map(|slot| {
+            let k = i;
+            i += 1;
+            part(move || {
+                on.lock().unwrap().push((k, std::thread::current().id()));
+                let new = (slot * 1.1).sin() * 3.0;
+                Ok(move || new)
             })
-            .collect();
-        parts.run("squares", jobs).unwrap();
+        });
+        *slots = parts.run("squares", jobs).unwrap();
     }
 
     #[test]
@@ -416,7 +572,7 @@ mod tests {
         n: usize,
         fail: &[usize],
         panic: &[usize],
-    ) -> (Result<()>, Vec<bool>) {
+    ) -> (Result<Vec<()>>, Vec<bool>) {
         let committed: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
         let jobs = (0..n)
             .map(|i| {
@@ -435,7 +591,7 @@ mod tests {
                     Ok(move || flag.store(true, Ordering::SeqCst))
                 })
             })
-            .collect();
+            .collect::<Vec<_>>();
         let r = parts.run("a test update", jobs);
         (
             r,
@@ -460,7 +616,7 @@ mod tests {
             assert!(committed.iter().all(|c| !c));
             // It goes on: a clean run commits every part.
             let (r, committed) = failing(&mut parts, 6, &[], &[]);
-            r.unwrap();
+            assert_eq!(r.unwrap().len(), 6);
             assert!(committed.iter().all(|c| *c));
         }
     }
@@ -487,9 +643,41 @@ mod tests {
     }
 
     #[test]
+    fn results_come_back_typed_in_the_shape_of_the_parts() {
+        for mut parts in [Parts::sequential(), Parts::parallel(2), Parts::parallel(3)] {
+            let threads = parts.threads();
+            let word = |w: &'static str| part(move || Ok(move || w.to_string()));
+            let number = |n: u32| part(move || Ok(move || n * 10));
+            let (a, b, c, d) = parts
+                .run(
+                    "shapes",
+                    (
+                        number(1),
+                        Some(word("two")),
+                        None::<Part<'_, u32>>,
+                        (vec![number(3), number(4)], [word("five")]),
+                    ),
+                )
+                .unwrap();
+            assert_eq!(a, 10, "{threads} threads");
+            assert_eq!(b.as_deref(), Some("two"));
+            assert_eq!(c, None);
+            assert_eq!(d, (vec![30, 40], ["five".to_string()]));
+            // A failure anywhere in the shape gives no results at all.
+            let broken: Part<'_, u32> = part(|| -> Result<Commit<'_, u32>> {
+                Err(Error::invalid("part", "3", "a part that works"))
+            });
+            let e = parts
+                .run("shapes", (word("one"), vec![number(2), broken]))
+                .unwrap_err();
+            assert!(e.to_string().contains("a part that works"), "{e}");
+        }
+    }
+
+    #[test]
     fn a_panicking_commit_is_an_error() {
         let mut parts = Parts::parallel(2);
-        let jobs = vec![part(|| Ok(|| ())), part(|| Ok(|| panic!("step failed")))];
+        let jobs: Vec<Part<'_>> = vec![part(|| Ok(|| ())), part(|| Ok(|| panic!("step failed")))];
         let e = parts.run("an update", jobs).unwrap_err().to_string();
         assert!(
             e.contains("part 1's commit") && e.contains("step failed"),

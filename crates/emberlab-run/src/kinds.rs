@@ -103,6 +103,25 @@ pub struct Preset<C> {
     pub source: PresetSource,
 }
 
+impl<C> Preset<C> {
+    /// `learner` with the off-policy trainer of SAC's zoo preset for `env` (the trainer's
+    /// defaults where zoo has none), changed by `adjust`, on one sub-environment: a start
+    /// for a continuous-control learner of one's own.
+    pub fn sac_trainer(env: &str, learner: C, adjust: impl FnOnce(&mut OffPolicyConfig)) -> Self {
+        let (mut trainer, source) = match emberlab_algo::SacConfig::zoo(env) {
+            Ok((_, trainer)) => (trainer, PresetSource::Zoo),
+            Err(_) => (OffPolicyConfig::default(), PresetSource::Defaults),
+        };
+        adjust(&mut trainer);
+        Preset {
+            learner,
+            trainer: TrainerConfig::OffPolicy(trainer),
+            num_envs: 1,
+            source,
+        }
+    }
+}
+
 /// A learner's config section as the command reads it: TOML with unknown fields refused
 /// (`#[serde(deny_unknown_fields)]`), checked by [`Validate`], and able to build its learner.
 pub trait LearnerConfig: Serialize + DeserializeOwned + Validate + Default + 'static {

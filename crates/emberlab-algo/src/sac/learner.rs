@@ -3,8 +3,10 @@
 
 use super::SacConfig;
 use super::balance::NextValuesBalance;
-use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
-use crate::acting::ActingCopy;
+use super::update::{
+    ActorDone, ActorGrads, ActorJob, ActorStep, CriticDone, CriticJob, Inputs, NextValues,
+};
+use crate::acting::GaussianActing;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
 use crate::config::Validate;
@@ -19,10 +21,10 @@ use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
-use emberlab_core::{Batch, EmberRng, Error, Result, Space};
+use emberlab_core::{Batch, EmberRng, Result, Space};
 use emberlab_nn::{
-    CriticEnsemble, CriticEnsembleConfig, FrozenGaussianTanhPolicy, GaussianTanhPolicy,
-    GaussianTanhPolicyConfig, Temperature, hard_target,
+    CriticEnsemble, CriticEnsembleConfig, GaussianTanhPolicy, GaussianTanhPolicyConfig,
+    Temperature, hard_target,
 };
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -48,9 +50,8 @@ pub struct Sac {
     target_entropy: f64,
     noise_rng: EmberRng,
     act_rng: EmberRng,
-    acting: ActingCopy<GaussianTanhPolicy>,
-    /// The acting copy frozen for the host fast path (acting on flex or ndarray).
-    frozen: Option<FrozenGaussianTanhPolicy>,
+    /// The acting copy, with the host fast path when it acts on flex or ndarray.
+    acting: GaussianActing,
     /// gSDE: the exploration weights acting uses now and when to draw new ones.
     sde: SdeSchedule,
     /// Runs the critic half beside the actor half (the config's schedule).
@@ -82,13 +83,7 @@ impl Sac {
         devices: &Devices,
     ) -> Result<Sac> {
         config.validate()?;
-        let Space::Box(bounds) = action_space else {
-            return Err(Error::invalid(
-                "SAC action space",
-                action_space,
-                "a Box (continuous) space",
-            ));
-        };
+        let bounds = action_space.as_box("SAC")?;
         let obs_dim = obs_space.flat_dim();
         let act_dim = bounds.dim();
         let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
@@ -102,8 +97,7 @@ impl Sac {
         let target = hard_target(&critic);
         let temperature = Temperature::new(config.init_alpha, &learn)?;
         let adam = || OptimizerKind::Adam.build(0.0, &learn);
-        let acting = ActingCopy::new(&actor, &devices.act, config.sync_every);
-        let frozen = frozen_copy(&acting, &devices.act);
+        let acting = GaussianActing::new(&actor, &devices.act, config.sync_every);
         let mut rng = EmberRng::seed_from(config.seed);
         Ok(Sac {
             obs_dim,
@@ -120,7 +114,6 @@ impl Sac {
             noise_rng: rng.fork(1),
             act_rng: rng.fork(2),
             acting,
-            frozen,
             sde: SdeSchedule::new(config.sde_sample_freq),
             parts: config.update_schedule.parts("ember-sac"),
             balance: NextValuesBalance::default(),
@@ -200,24 +193,26 @@ impl Sac {
             0
         };
         let hand_off = job.hand_off_next_values(rows);
-        let mut actor_job = ActorJob {
-            actor: &self.actor,
-            temperature: Some(&self.temperature).filter(|_| self.config.auto_alpha),
+        let actor_job = ActorJob {
+            step: ActorStep {
+                actor: &self.actor,
+                temperature: Some(&self.temperature).filter(|_| self.config.auto_alpha),
+                alpha: self.alpha,
+                target_entropy: self.target_entropy,
+                update: step,
+            },
             frozen_critic: &frozen,
             x,
-            alpha: self.alpha,
-            target_entropy: self.target_entropy,
-            step,
         };
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
-        let (acting, frozen_acting) = (&mut self.acting, &mut self.frozen);
+        let acting = &mut self.acting;
         let acting_undo = &mut self.acting_undo;
-        let (mut critic_done, mut actor_done, mut handed_in) = (None, None, Duration::ZERO);
-        let (critic_out, actor_out, handed) = (&mut critic_done, &mut actor_done, &mut handed_in);
+        let mut handed_in = Duration::ZERO;
+        let handed = &mut handed_in;
         let critic_half = part(move || {
             let (loss, grads, td) = job.grads();
             let loss = loss?;
-            Ok(move || *critic_out = Some(job.finish(loss, grads, td)))
+            Ok(move || job.finish(loss, grads, td))
         });
         let actor_half = part(move || {
             let started = Instant::now();
@@ -226,9 +221,13 @@ impl Sac {
                 hand_off.run(x);
             }
             *handed = started.elapsed();
-            let (actor_loss, alpha_loss, actor_grads, t_grads) = actor_job.losses_and_grads();
-            let (actor_loss, alpha_loss) = (actor_loss?, alpha_loss.transpose()?);
-            let (actor, temperature) = (actor_job.actor, actor_job.temperature);
+            let ActorGrads {
+                actor: actor_grads,
+                temperature: t_grads,
+                actor_loss,
+                temperature_loss: alpha_loss,
+            } = actor_job.losses_and_grads()?;
+            let (actor, temperature) = (actor_job.step.actor, actor_job.step.temperature);
             Ok(move || {
                 let mut actor = actor.clone();
                 crate::faults::site("sac.actor_step");
@@ -240,49 +239,25 @@ impl Sac {
                 });
                 if parallel {
                     *acting_undo = Some((acting.module().clone(), acting.since()));
-                    if acting.after_update(&actor)
-                        && let Some(f) = frozen_acting
-                    {
-                        // The same shapes as before: only a failure to read weights errs,
-                        // and the next refresh tries again.
-                        let _ = f.refresh(acting.module());
-                    }
+                    acting.after_update(&actor);
                 }
-                *actor_out = Some(ActorDone {
+                ActorDone {
                     actor,
                     temperature,
                     actor_loss,
                     alpha_loss,
-                });
+                }
             })
         });
         let run = self
             .parts
-            .run(&format!("SAC update {step}"), vec![critic_half, actor_half]);
+            .run(&format!("SAC update {step}"), (critic_half, actor_half));
         if parallel && let [critic_at, actor_at] = self.parts.arrivals() {
             self.balance
                 .record(batch, rows, handed_in, actor_at - critic_at);
         }
-        run?;
-        match (critic_done, actor_done) {
-            (Some(c), Some(a)) => Ok((c, a)),
-            _ => Err(Error::panicked(
-                format!("SAC update {step}"),
-                &"a half did not step although both losses were finite",
-            )),
-        }
+        run
     }
-}
-
-/// The host fast path of `acting`, when it acts on a host CPU device (flex, ndarray).
-fn frozen_copy(
-    acting: &ActingCopy<GaussianTanhPolicy>,
-    device: &Device,
-) -> Option<FrozenGaussianTanhPolicy> {
-    if !emberlab_backend::is_host_cpu(device) {
-        return None;
-    }
-    FrozenGaussianTanhPolicy::new(acting.module()).ok()
 }
 
 impl Sac {
@@ -290,16 +265,6 @@ impl Sac {
     fn undo_acting(&mut self) {
         if let Some((module, since)) = self.acting_undo.take() {
             self.acting.restore(module, since);
-            // The frozen form held these weights a moment ago: the same shapes load.
-            let _ = self.refresh_frozen();
-        }
-    }
-
-    /// Copies the acting copy's weights into the frozen fast path (if there is one).
-    fn refresh_frozen(&mut self) -> Result<()> {
-        match &mut self.frozen {
-            Some(f) => f.refresh(self.acting.module()),
-            None => Ok(()),
         }
     }
 }
@@ -328,32 +293,16 @@ impl Agent for Sac {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = emberlab_core::denormals::flush_denormals_here();
         let out = out.continuous_mut("SAC")?;
-        let rows = obs.len() / self.obs_dim.max(1);
-        let small = rows < emberlab_nn::FROZEN_MAX_ROWS;
-        if let Some(frozen) = self.frozen.as_mut().filter(|_| small) {
-            let n = rows;
-            Error::check_len(
-                "observations (batch × obs_dim)",
-                n * self.obs_dim,
-                obs.len(),
-            )?;
-            return if explore {
-                frozen.act(obs, &mut self.act_rng, out)
-            } else {
-                frozen.deterministic(obs, out)
-            };
+        let policy = self.acting.module();
+        if !(explore && policy.is_sde()) {
+            return self
+                .acting
+                .act(obs, self.obs_dim, explore, &mut self.act_rng, out);
         }
         let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
-        let policy = self.acting.module();
-        if explore && policy.is_sde() {
-            let rng = &mut self.act_rng;
-            let weights = self.sde.weights(|| policy.sde_weights(rng));
-            policy.act_host_sde(x, weights, out);
-        } else if explore {
-            policy.act_host(x, &mut self.act_rng, out);
-        } else {
-            *out = crate::tensors::host(policy.deterministic(x));
-        }
+        let rng = &mut self.act_rng;
+        let weights = self.sde.weights(|| policy.sde_weights(rng));
+        policy.act_host_sde(x, weights, out);
         Ok(())
     }
 }
@@ -401,8 +350,8 @@ impl OffPolicyLearner for Sac {
         self.noise_rng = rng;
         self.sde.updated();
         let refreshed_early = self.acting_undo.take().is_some();
-        if !refreshed_early && self.acting.after_update(&self.actor) {
-            self.refresh_frozen()?;
+        if !refreshed_early {
+            self.acting.after_update(&self.actor);
         }
         let mut m = Metrics::default();
         m.push("critic_loss", critic_loss);
@@ -470,7 +419,7 @@ impl Persist for Sac {
         if what == Loaded::Networks {
             self.alpha = self.temperature.alpha();
         }
-        self.refresh_frozen()
+        Ok(())
     }
 }
 

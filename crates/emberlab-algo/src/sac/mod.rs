@@ -51,3 +51,4 @@ fn building_networks() -> std::sync::MutexGuard<'static, ()> {
 pub use crate::parts::UpdateSchedule;
 pub use config::SacConfig;
 pub use learner::Sac;
+pub use update::{ActorGrads, ActorStep};

@@ -5,6 +5,7 @@
 //! half leaves it as it was.
 
 use crate::optimizer::step_in_place;
+use crate::parts::{own_leaves, sum_gradients};
 use crate::tensors::rows_of;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
@@ -217,16 +218,11 @@ impl CriticJob {
 
 /// The actor + temperature half's inputs.
 pub(super) struct ActorJob<'a> {
-    pub actor: &'a GaussianTanhPolicy,
-    /// The temperature when it is learnt.
-    pub temperature: Option<&'a Temperature>,
+    pub step: ActorStep<'a>,
     /// The critic from before this update, its weights frozen (gradients flow through
     /// the action only).
     pub frozen_critic: &'a CriticEnsemble,
     pub x: &'a Inputs,
-    pub alpha: f64,
-    pub target_entropy: f64,
-    pub step: u64,
 }
 
 /// What the actor half hands back: the stepped actor and temperature (when it is learnt)
@@ -238,36 +234,103 @@ pub(super) struct ActorDone {
     pub alpha_loss: Option<f64>,
 }
 
-/// An actor half's losses (checked) and gradients: the actor's, and the temperature's
-/// when it is learnt.
-pub(super) type ActorLosses = (
-    Result<f64>,
-    Option<Result<f64>>,
-    GradientsParams,
-    Option<GradientsParams>,
-);
-
 impl ActorJob<'_> {
-    /// The losses and gradients, through burn's autodiff.
-    pub(super) fn losses_and_grads(&mut self) -> ActorLosses {
-        let x = self.x;
-        let (action, log_prob) = self.actor.sample(x.obs.clone(), x.noise_pi.clone());
-        let min_q = self.frozen_critic.min_q(x.obs.clone(), action);
-        let actor_loss = sac_actor_loss(log_prob.clone(), min_q, self.alpha);
-        let actor_value = checked_loss("actor loss", &actor_loss, self.step);
-        let (total, alpha_value) = match self.temperature {
+    /// The losses (checked) and gradients against the minimum of the frozen critics.
+    pub(super) fn losses_and_grads(&self) -> Result<ActorGrads> {
+        let (x, critic) = (self.x, self.frozen_critic);
+        let rows = (x.obs.clone(), x.noise_pi.clone());
+        self.step
+            .grads(rows, 1.0, |obs, act| critic.min_q(obs, act))
+    }
+}
+
+/// SAC's actor and temperature step against any critic: the actor minimises
+/// `α log π(a|s) − Q(s, a)` for actions sampled from it, and the temperature (when it is
+/// learnt) moves `log π` towards the target entropy. SAC takes `Q` as the minimum of its
+/// twin critics; REDQ takes the mean of its ensemble, CrossQ its batch-normalised critic
+/// (the examples). Several [`ActorStep::grads`] over shares of the rows may run at once
+/// (each differentiates copies of its own), and [`ActorGrads::sum`] adds them for one step.
+#[derive(Clone, Copy, Debug)]
+pub struct ActorStep<'a> {
+    /// The actor.
+    pub actor: &'a GaussianTanhPolicy,
+    /// The temperature, when it is learnt.
+    pub temperature: Option<&'a Temperature>,
+    /// α in the actor loss (the temperature's value before this update).
+    pub alpha: f64,
+    /// The entropy the temperature steers to (usually `−act_dim`).
+    pub target_entropy: f64,
+    /// The update's number, for the losses' errors.
+    pub update: u64,
+}
+
+/// The gradients and losses of one [`ActorStep`] (or the sum of several shares').
+pub struct ActorGrads {
+    /// The actor's gradients.
+    pub actor: GradientsParams,
+    /// The temperature's, when it is learnt.
+    pub temperature: Option<GradientsParams>,
+    /// The actor loss.
+    pub actor_loss: f64,
+    /// The temperature loss, when it is learnt.
+    pub temperature_loss: Option<f64>,
+}
+
+impl ActorStep<'_> {
+    /// The gradients over the rows `obs` (actions from the standard normal `eps`: one row
+    /// per row, or the policy's gSDE noise shape), through `q(obs, actions)` — whose own
+    /// weights should be frozen — with both losses scaled by `share` (the rows' fraction of
+    /// the batch; 1 for the whole batch). Both losses are checked.
+    ///
+    /// # Errors
+    /// [`Error::Diverged`] naming the loss that is not finite.
+    pub fn grads(
+        &self,
+        (obs, eps): (Tensor<2>, Tensor<2>),
+        share: f64,
+        q: impl FnOnce(Tensor<2>, Tensor<2>) -> Tensor<2>,
+    ) -> Result<ActorGrads> {
+        let scaled = |t: Tensor<1>| if share == 1.0 { t } else { t.mul_scalar(share) };
+        let actor = own_leaves(self.actor);
+        let temperature = self.temperature.map(own_leaves);
+        let (action, log_prob) = actor.sample(obs.clone(), eps);
+        let actor_loss = scaled(sac_actor_loss(log_prob.clone(), q(obs, action), self.alpha));
+        let actor_value = checked_loss("actor loss", &actor_loss, self.update)?;
+        let (total, alpha_value) = match &temperature {
             Some(t) => {
-                let l = sac_temperature_loss(t.log_alpha.val(), log_prob, self.target_entropy);
-                let v = checked_loss("temperature loss", &l, self.step);
+                let target = self.target_entropy;
+                let l = scaled(sac_temperature_loss(t.log_alpha.val(), log_prob, target));
+                let v = checked_loss("temperature loss", &l, self.update)?;
                 (actor_loss + l, Some(v))
             }
             None => (actor_loss, None),
         };
         let mut grads = total.backward();
-        let actor_grads = GradientsParams::from_module(&mut grads, self.actor);
-        let t_grads = self
-            .temperature
-            .map(|t| GradientsParams::from_module(&mut grads, t));
-        (actor_value, alpha_value, actor_grads, t_grads)
+        Ok(ActorGrads {
+            actor: GradientsParams::from_module(&mut grads, &actor),
+            temperature: temperature.map(|t| GradientsParams::from_module(&mut grads, &t)),
+            actor_loss: actor_value,
+            temperature_loss: alpha_value,
+        })
+    }
+}
+
+impl ActorGrads {
+    /// The shares' gradients and losses added in the order given ([`sum_gradients`]), for
+    /// `actor` and `temperature`.
+    pub fn sum(
+        shares: Vec<ActorGrads>,
+        actor: &GaussianTanhPolicy,
+        temperature: Option<&Temperature>,
+    ) -> ActorGrads {
+        let actor_loss = shares.iter().map(|s| s.actor_loss).sum();
+        let temperature_loss = shares.iter().map(|s| s.temperature_loss).sum();
+        let (a, t): (Vec<_>, Vec<_>) = shares.into_iter().map(|s| (s.actor, s.temperature)).unzip();
+        ActorGrads {
+            actor: sum_gradients(actor, a),
+            temperature: temperature.map(|m| sum_gradients(m, t.into_iter().flatten().collect())),
+            actor_loss,
+            temperature_loss,
+        }
     }
 }
