@@ -13,7 +13,7 @@ use command::Learning;
 /// The child process the tests start: the command with CrossQ registered.
 #[test]
 fn command_child() {
-    command::child(crossq::register);
+    command::child(crossq::kind);
 }
 
 #[test]
@@ -26,7 +26,10 @@ fn crossq_reaches_minus_200_within_half_of_sacs_budget() {
     assert!(at <= 10_000, "CrossQ reached -200 at {at} env steps");
     // One critic update per env step after the random warm-up (SAC's zoo trainer).
     let updates = crossq.updates;
-    assert!(updates > 0 && updates <= crossq.env_steps, "{updates} updates");
+    assert!(
+        updates > 0 && updates <= crossq.env_steps,
+        "{updates} updates"
+    );
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 

@@ -13,7 +13,7 @@ use command::Learning;
 /// The child process the tests start: the command with REDQ registered.
 #[test]
 fn command_child() {
-    command::child(redq::register);
+    command::child(redq::kind);
 }
 
 #[test]

@@ -12,11 +12,11 @@ const CHILD: &str = "EMBER_EXAMPLE_COMMAND";
 /// The child's body, in a test named `command_child`: registers the learner, runs the
 /// command with the arguments it was given and exits with its status. Does nothing in the
 /// parent test run.
-pub fn child(register: fn() -> emberlab::run::Result<()>) {
+pub fn child(kind: fn() -> std::sync::Arc<dyn emberlab::run::kinds::LearnerKind>) {
     let Ok(args) = std::env::var(CHILD) else {
         return;
     };
-    register().unwrap();
+    emberlab::run::register(kind()).unwrap();
     let args = std::iter::once("ember").chain(args.split('\x1f'));
     let code = emberlab_cli::app::main_with_args(args);
     std::process::exit(i32::from(code != std::process::ExitCode::SUCCESS));
@@ -25,8 +25,13 @@ pub fn child(register: fn() -> emberlab::run::Result<()>) {
 /// The command with the learner registered, in a process of its own.
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "command_child", "--test-threads=1", "--nocapture"])
-        .env(CHILD, args.join("\x1f"));
+    c.args([
+        "--exact",
+        "command_child",
+        "--test-threads=1",
+        "--nocapture",
+    ])
+    .env(CHILD, args.join("\x1f"));
     c
 }
 
@@ -77,7 +82,10 @@ pub fn killed_and_resumed_equals_uninterrupted(algo: &str, section: &str, extra:
     let eval = |run: &str| {
         let text = run_ok(&cwd, &["eval", run, "--episodes", "2"]);
         let figures = text.lines().find_map(|l| l.split_once("mean return"));
-        figures.unwrap_or_else(|| panic!("no evaluation in {text:?}")).1.to_string()
+        figures
+            .unwrap_or_else(|| panic!("no evaluation in {text:?}"))
+            .1
+            .to_string()
     };
     assert_eq!(eval("whole"), eval("killed"));
     run_ok(&cwd, &["export", "whole", "--onnx", "policy.onnx"]);

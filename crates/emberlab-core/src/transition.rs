@@ -154,6 +154,15 @@ impl Batch {
         self.weights.iter().all(|&w| w == 1.0)
     }
 
+    /// Each row's bootstrap discount: `gamma`, or the row's own `γ^m` when the batch
+    /// carries discounts (n-step transitions).
+    pub fn discounts(&self, gamma: f64) -> std::borrow::Cow<'_, [f32]> {
+        match self.discount.is_empty() {
+            true => vec![gamma as f32; self.len].into(),
+            false => self.discount.as_slice().into(),
+        }
+    }
+
     /// Row `i` of the observations.
     pub fn obs_row(&self, i: usize) -> &[f32] {
         &self.obs[i * self.obs_dim..(i + 1) * self.obs_dim]

@@ -111,12 +111,10 @@ impl BatchNorm {
     }
 }
 
-/// CrossQ's critic `Q(s, a)`: batch norm on the input and after every hidden layer's ReLU,
-/// then one linear output. Its targets come from the same forward pass as its values (the
-/// batch of `(s, a)` and `(s', a')` rows together, so both are normalised alike), which
-/// is what lets CrossQ drop target networks.
+/// One critic `Q(s, a)` of a [`BatchNormCritic`]: batch norm on the input and after every
+/// hidden layer's ReLU, then one linear output.
 #[derive(Module, Debug)]
-pub struct BatchNormCritic {
+pub struct BatchNormQ {
     /// The input's normalisation.
     pub input: BatchNorm,
     /// Hidden layers, then the output layer.
@@ -125,7 +123,7 @@ pub struct BatchNormCritic {
     pub norms: Vec<BatchNorm>,
 }
 
-impl BatchNormCritic {
+impl BatchNormQ {
     /// A critic of `input` features (observation + action), `hidden` layer widths and
     /// running-statistics momentum `momentum` (CrossQ: 0.01).
     ///
@@ -144,12 +142,18 @@ impl BatchNormCritic {
             .chain(hidden.iter().copied())
             .chain([1])
             .collect();
-        Ok(BatchNormCritic {
+        let layers: Vec<Linear> = sizes
+            .windows(2)
+            .map(|w| LinearConfig::new(w[0], w[1]).init(device))
+            .collect();
+        // burn draws a weight at its first read: draw them now, while the caller's seeding
+        // holds (a learner built in another thread at once would draw in between).
+        for layer in &layers {
+            let _ = (layer.weight.val(), layer.bias.as_ref().map(|b| b.val()));
+        }
+        Ok(BatchNormQ {
             input: BatchNorm::new(input, momentum, device),
-            layers: sizes
-                .windows(2)
-                .map(|w| LinearConfig::new(w[0], w[1]).init(device))
-                .collect(),
+            layers,
             norms: hidden
                 .iter()
                 .map(|&w| BatchNorm::new(w, momentum, device))
@@ -158,7 +162,7 @@ impl BatchNormCritic {
     }
 
     /// `Q` for the rows `[batch, 1]` normalised by their own statistics, and those
-    /// statistics (for [`BatchNormCritic::with_stats`]).
+    /// statistics (for [`BatchNormQ::with_stats`]).
     pub fn forward_train(&self, obs: Tensor<2>, act: Tensor<2>) -> (Tensor<2>, Vec<BatchStats>) {
         let (mut x, first) = self.input.forward_train(Tensor::cat(vec![obs, act], 1));
         let mut stats = vec![first];
@@ -183,14 +187,14 @@ impl BatchNormCritic {
     }
 
     /// Every normalisation's running statistics moved towards `stats` (from
-    /// [`BatchNormCritic::forward_train`]).
+    /// [`BatchNormQ::forward_train`]).
     pub fn with_stats(self, stats: &[BatchStats]) -> Self {
-        let BatchNormCritic {
+        let BatchNormQ {
             input,
             layers,
             norms,
         } = self;
-        BatchNormCritic {
+        BatchNormQ {
             input: input.with_stats(&stats[0]),
             norms: norms
                 .into_iter()
@@ -200,6 +204,90 @@ impl BatchNormCritic {
             layers,
         }
     }
+}
+
+/// CrossQ's critics: E batch-normalised critics ([`BatchNormQ`]) side by side, with the
+/// interface of a fused [`crate::CriticEnsemble`] (values `[E, batch, 1]`, `min_q`). Its
+/// targets come from the same forward pass as its values (the batch's `(s, a)` and
+/// `(s', a')` rows together, so both are normalised alike), which is what lets CrossQ drop
+/// target networks.
+#[derive(Module, Debug)]
+pub struct BatchNormCritic {
+    /// The critics.
+    pub members: Vec<BatchNormQ>,
+}
+
+/// Every member's batch statistics of one training pass ([`BatchNormCritic::forward_train`]).
+#[derive(Clone, Debug)]
+pub struct CriticStats(Vec<Vec<BatchStats>>);
+
+impl BatchNormCritic {
+    /// `members` critics of `input` features, `hidden` widths and running-statistics
+    /// momentum `momentum` (CrossQ: two critics, momentum 0.01).
+    ///
+    /// # Errors
+    /// No member, no hidden layer, or a zero width.
+    pub fn new(
+        members: usize,
+        input: usize,
+        hidden: &[usize],
+        momentum: f64,
+        device: &Device,
+    ) -> Result<Self> {
+        if members == 0 {
+            return Err(Error::invalid(
+                "batch-norm critic members",
+                0,
+                "at least one",
+            ));
+        }
+        let members = (0..members).map(|_| BatchNormQ::new(input, hidden, momentum, device));
+        Ok(BatchNormCritic {
+            members: members.collect::<Result<_>>()?,
+        })
+    }
+
+    /// Every critic's value `[E, batch, 1]` normalised by the rows' own statistics, and
+    /// those statistics (for [`BatchNormCritic::with_stats`]).
+    pub fn forward_train(&self, obs: Tensor<2>, act: Tensor<2>) -> (Tensor<3>, CriticStats) {
+        let passes = self
+            .members
+            .iter()
+            .map(|m| m.forward_train(obs.clone(), act.clone()));
+        let (q, stats): (Vec<Tensor<2>>, Vec<_>) = passes.unzip();
+        (stack(q), CriticStats(stats))
+    }
+
+    /// Every critic's value `[E, batch, 1]` with the running statistics.
+    pub fn forward(&self, obs: Tensor<2>, act: Tensor<2>) -> Tensor<3> {
+        stack(
+            self.members
+                .iter()
+                .map(|m| m.forward(obs.clone(), act.clone()))
+                .collect(),
+        )
+    }
+
+    /// The smallest of the E values `[batch, 1]`, with the running statistics.
+    pub fn min_q(&self, obs: Tensor<2>, act: Tensor<2>) -> Tensor<2> {
+        let q = self.forward(obs, act);
+        let [_, rows, _] = q.dims();
+        q.min_dim(0).reshape([rows, 1])
+    }
+
+    /// Every member's running statistics moved towards `stats`.
+    pub fn with_stats(self, stats: &CriticStats) -> Self {
+        let members = self.members.into_iter().zip(&stats.0);
+        BatchNormCritic {
+            members: members.map(|(m, s)| m.with_stats(s)).collect(),
+        }
+    }
+}
+
+/// `[batch, 1]` values stacked into `[E, batch, 1]`.
+fn stack(q: Vec<Tensor<2>>) -> Tensor<3> {
+    let q: Vec<Tensor<3>> = q.into_iter().map(|q| q.unsqueeze_dim(0)).collect();
+    Tensor::cat(q, 0)
 }
 
 #[cfg(test)]
@@ -218,18 +306,18 @@ mod tests {
         let bn = BatchNorm::new(2, 0.1, &device);
         let x = rows(&[1.0, 10.0, 3.0, 20.0, 5.0, 30.0, 7.0, 40.0], 4, &device);
         let (y, stats) = bn.forward_train(x.clone());
-        let y: Vec<f32> = y.into_data().to_vec().unwrap();
+        let y: Vec<f32> = y.into_data().try_to_vec::<f32>().unwrap();
         // Column 0: mean 4, biased variance 5.
         let want = (1.0f32 - 4.0) / (5.0f32 + 1e-5).sqrt();
         assert!((y[0] - want).abs() < 1e-5, "{y:?}");
         // The module has not moved; committing moves it by the momentum.
-        let before: Vec<f32> = bn.mean.val().into_data().to_vec().unwrap();
+        let before: Vec<f32> = bn.mean.val().into_data().try_to_vec::<f32>().unwrap();
         assert_eq!(before, vec![0.0, 0.0]);
         let id = bn.mean.id;
         let bn = bn.with_stats(&stats);
         assert_eq!(bn.mean.id, id);
-        let mean: Vec<f32> = bn.mean.val().into_data().to_vec().unwrap();
-        let var: Vec<f32> = bn.var.val().into_data().to_vec().unwrap();
+        let mean: Vec<f32> = bn.mean.val().into_data().try_to_vec::<f32>().unwrap();
+        let var: Vec<f32> = bn.var.val().into_data().try_to_vec::<f32>().unwrap();
         assert!(
             (mean[0] - 0.4).abs() < 1e-6 && (mean[1] - 2.5).abs() < 1e-5,
             "{mean:?}"
@@ -237,16 +325,17 @@ mod tests {
         // Unbiased variance of column 0: 20/3; running 0.9 · 1 + 0.1 · 20/3.
         assert!((var[0] - (0.9 + 2.0 / 3.0)).abs() < 1e-5, "{var:?}");
         // Inference uses the running statistics.
-        let z: Vec<f32> = bn.forward(x).into_data().to_vec().unwrap();
+        let z: Vec<f32> = bn.forward(x).into_data().try_to_vec::<f32>().unwrap();
         let want = (1.0f32 - 0.4) / (var[0] + 1e-5).sqrt();
         assert!((z[0] - want).abs() < 1e-5, "{z:?}");
     }
 
     #[test]
-    fn the_critic_trains_on_batch_statistics_and_is_refused_without_hidden_layers() {
+    fn critics_train_on_batch_statistics_and_are_refused_without_layers_or_members() {
         let device = Device::flex();
-        assert!(BatchNormCritic::new(3, &[], 0.01, &device).is_err());
-        let critic = BatchNormCritic::new(3, &[8, 8], 0.01, &device).unwrap();
+        assert!(BatchNormQ::new(3, &[], 0.01, &device).is_err());
+        assert!(BatchNormCritic::new(0, 3, &[8], 0.01, &device).is_err());
+        let critic = BatchNormQ::new(3, &[8, 8], 0.01, &device).unwrap();
         let obs = rows(&[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 4, &device);
         let act = rows(&[1.0, -1.0, 0.5, 0.0], 4, &device);
         let (q, stats) = critic.forward_train(obs.clone(), act.clone());
@@ -256,12 +345,44 @@ mod tests {
         let eval: Vec<f32> = critic
             .forward(obs.clone(), act.clone())
             .into_data()
-            .to_vec()
+            .try_to_vec::<f32>()
             .unwrap();
-        let train: Vec<f32> = q.into_data().to_vec().unwrap();
+        let train: Vec<f32> = q.into_data().try_to_vec::<f32>().unwrap();
         assert_ne!(eval, train);
         let moved = critic.with_stats(&stats);
-        let mean: Vec<f32> = moved.input.mean.val().into_data().to_vec().unwrap();
+        let mean: Vec<f32> = moved
+            .input
+            .mean
+            .val()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        assert!((mean[0] - 0.01 * 0.4).abs() < 1e-6, "{mean:?}");
+        // Two of them side by side: values [2, rows, 1], the minimum per row.
+        let twin = BatchNormCritic::new(2, 3, &[8, 8], 0.01, &device).unwrap();
+        let (q, stats) = twin.forward_train(obs.clone(), act.clone());
+        assert_eq!(q.dims(), [2, 4, 1]);
+        let q: Vec<f32> = twin
+            .forward(obs.clone(), act.clone())
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        let min: Vec<f32> = twin
+            .min_q(obs, act)
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        for row in 0..4 {
+            assert_eq!(min[row], q[row].min(q[4 + row]));
+        }
+        let moved = twin.with_stats(&stats);
+        let mean: Vec<f32> = moved.members[1]
+            .input
+            .mean
+            .val()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
         assert!((mean[0] - 0.01 * 0.4).abs() < 1e-6, "{mean:?}");
     }
 }

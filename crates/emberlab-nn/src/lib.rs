@@ -51,7 +51,7 @@ mod temperature;
 mod value;
 
 pub use actor_critic::{ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyEval, PolicyHead};
-pub use batch_norm::{BatchNorm, BatchNormCritic, BatchStats};
+pub use batch_norm::{BatchNorm, BatchNormCritic, BatchNormQ, BatchStats, CriticStats};
 pub use categorical_policy::{CategoricalPolicy, evaluate_logits};
 pub use ensemble::{CriticEnsemble, CriticEnsembleConfig};
 pub use flat::{flat_params, load_flat_params, num_flat_params};

@@ -5,11 +5,12 @@
 
 use crate::error::{Result, RunError};
 use emberlab_algo::{
-    Agent, Checkpoint, Devices, OffPolicyLearner, OnPolicyLearner, OnnxPolicy, PolicyWeights,
-    Progress, TrainingState, Update,
+    ActingRecord, ActionBuf, AdvantageMode, Agent, Checkpoint, Devices, Metrics, OffPolicyLearner,
+    OnPolicyLearner, OnnxPolicy, PolicyWeights, Progress, RolloutBatch, TrainingState, Update,
 };
 use emberlab_backend::DeviceSpec;
 use emberlab_core::Batch;
+use emberlab_core::Result as CoreResult;
 
 /// The learner as its trainer drives it.
 pub enum Trainee<'a> {
@@ -49,11 +50,109 @@ pub trait RunLearner: Send {
     fn into_served(self: Box<Self>) -> std::result::Result<Served, Box<dyn RunLearner>>;
 }
 
-/// An off-policy learner (SAC, TD3, DQN, yours) as the command runs it.
+/// An off-policy learner (SAC, TD3, DQN, yours) as the command runs it. Its trainer gets
+/// the learner's checkpoints and training state from its `Persist` list, so the learner
+/// itself need not offer them (`OffPolicyLearner::checkpoint` keeps its default).
 pub struct OffPolicy<L>(pub L);
 
-/// An on-policy learner (PPO, A2C, REINFORCE, yours) as the command runs it.
+/// An on-policy learner (PPO, A2C, REINFORCE, yours) as the command runs it; checkpoints
+/// and training state as for [`OffPolicy`].
 pub struct OnPolicy<L>(pub L);
+
+impl<L: Agent> Agent for OffPolicy<L> {
+    fn obs_dim(&self) -> usize {
+        self.0.obs_dim()
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> CoreResult<()> {
+        self.0.act(obs, explore, out)
+    }
+}
+
+impl<L: OffPolicyLearner + Checkpoint + TrainingState> OffPolicyLearner for OffPolicy<L> {
+    fn update(&mut self, batch: &Batch, step: u64) -> CoreResult<Update> {
+        self.0.update(batch, step)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.0.on_env_steps(env_steps, total_steps);
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        self.0.progress()
+    }
+
+    fn gamma(&self) -> Option<f64> {
+        self.0.gamma()
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(&mut self.0)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(&mut self.0)
+    }
+}
+
+impl<L: PolicyWeights> PolicyWeights for OffPolicy<L> {
+    fn policy_weights(&mut self) -> Vec<f32> {
+        self.0.policy_weights()
+    }
+
+    fn load_policy_weights(&mut self, weights: &[f32]) -> CoreResult<()> {
+        self.0.load_policy_weights(weights)
+    }
+}
+
+impl<L: Agent> Agent for OnPolicy<L> {
+    fn obs_dim(&self) -> usize {
+        self.0.obs_dim()
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> CoreResult<()> {
+        self.0.act(obs, explore, out)
+    }
+}
+
+impl<L: OnPolicyLearner + Checkpoint + TrainingState> OnPolicyLearner for OnPolicy<L> {
+    fn act_rollout(
+        &mut self,
+        obs: &[f32],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> CoreResult<()> {
+        self.0.act_rollout(obs, out, record)
+    }
+
+    fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
+        self.0.on_env_steps(env_steps, total_steps);
+    }
+
+    fn advantage_mode(&self) -> AdvantageMode {
+        self.0.advantage_mode()
+    }
+
+    fn values(&mut self, obs: &[f32]) -> CoreResult<Option<Vec<f32>>> {
+        self.0.values(obs)
+    }
+
+    fn update(&mut self, batch: &RolloutBatch, step: u64) -> CoreResult<Metrics> {
+        self.0.update(batch, step)
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        self.0.progress()
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(&mut self.0)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(&mut self.0)
+    }
+}
 
 impl<L> RunLearner for OffPolicy<L>
 where
@@ -76,7 +175,7 @@ where
     }
 
     fn trainee(&mut self) -> Trainee<'_> {
-        Trainee::OffPolicy(&mut self.0)
+        Trainee::OffPolicy(self)
     }
 
     fn policy_weights(&mut self) -> Option<&mut dyn PolicyWeights> {
@@ -84,7 +183,7 @@ where
     }
 
     fn into_served(self: Box<Self>) -> std::result::Result<Served, Box<dyn RunLearner>> {
-        Ok(Served(Box::new(self.0)))
+        Ok(Served(self))
     }
 }
 
@@ -109,7 +208,7 @@ where
     }
 
     fn trainee(&mut self) -> Trainee<'_> {
-        Trainee::OnPolicy(&mut self.0)
+        Trainee::OnPolicy(self)
     }
 
     fn policy_weights(&mut self) -> Option<&mut dyn PolicyWeights> {

@@ -2,10 +2,9 @@
 //! [`OffPolicyLearner`] glue around the update of [`super::update`].
 
 use super::SacConfig;
+use super::actor::{ActorGrads, ActorStep};
 use super::balance::NextValuesBalance;
-use super::update::{
-    ActorDone, ActorGrads, ActorJob, ActorStep, CriticDone, CriticJob, Inputs, NextValues,
-};
+use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
 use crate::acting::GaussianActing;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;

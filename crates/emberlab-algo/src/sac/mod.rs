@@ -34,6 +34,7 @@
 //! before any parameter changes: a NaN or infinite loss returns
 //! [`emberlab_core::Error::Diverged`] and leaves the learner as it was.
 
+mod actor;
 mod balance;
 mod config;
 mod learner;
@@ -49,6 +50,6 @@ fn building_networks() -> std::sync::MutexGuard<'static, ()> {
 }
 
 pub use crate::parts::UpdateSchedule;
+pub use actor::{ActorGrads, ActorStep, SacActor};
 pub use config::SacConfig;
 pub use learner::Sac;
-pub use update::{ActorGrads, ActorStep};

@@ -4,15 +4,15 @@
 //! back stepped ones: nothing is taken out of the learner, so an error or a panic in either
 //! half leaves it as it was.
 
+use super::actor::{ActorGrads, ActorStep};
 use crate::optimizer::step_in_place;
-use crate::parts::{own_leaves, sum_gradients};
 use crate::tensors::rows_of;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 use emberlab_core::{Error, Result};
 use emberlab_loss::{
-    checked_loss, ensemble_td_errors, sac_actor_loss, sac_critic_loss, sac_critic_loss_weighted,
-    sac_target, sac_target_discounted, sac_temperature_loss,
+    checked_loss, ensemble_td_errors, sac_critic_loss, sac_critic_loss_weighted, sac_target,
+    sac_target_discounted,
 };
 use emberlab_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -241,96 +241,5 @@ impl ActorJob<'_> {
         let rows = (x.obs.clone(), x.noise_pi.clone());
         self.step
             .grads(rows, 1.0, |obs, act| critic.min_q(obs, act))
-    }
-}
-
-/// SAC's actor and temperature step against any critic: the actor minimises
-/// `α log π(a|s) − Q(s, a)` for actions sampled from it, and the temperature (when it is
-/// learnt) moves `log π` towards the target entropy. SAC takes `Q` as the minimum of its
-/// twin critics; REDQ takes the mean of its ensemble, CrossQ its batch-normalised critic
-/// (the examples). Several [`ActorStep::grads`] over shares of the rows may run at once
-/// (each differentiates copies of its own), and [`ActorGrads::sum`] adds them for one step.
-#[derive(Clone, Copy, Debug)]
-pub struct ActorStep<'a> {
-    /// The actor.
-    pub actor: &'a GaussianTanhPolicy,
-    /// The temperature, when it is learnt.
-    pub temperature: Option<&'a Temperature>,
-    /// α in the actor loss (the temperature's value before this update).
-    pub alpha: f64,
-    /// The entropy the temperature steers to (usually `−act_dim`).
-    pub target_entropy: f64,
-    /// The update's number, for the losses' errors.
-    pub update: u64,
-}
-
-/// The gradients and losses of one [`ActorStep`] (or the sum of several shares').
-pub struct ActorGrads {
-    /// The actor's gradients.
-    pub actor: GradientsParams,
-    /// The temperature's, when it is learnt.
-    pub temperature: Option<GradientsParams>,
-    /// The actor loss.
-    pub actor_loss: f64,
-    /// The temperature loss, when it is learnt.
-    pub temperature_loss: Option<f64>,
-}
-
-impl ActorStep<'_> {
-    /// The gradients over the rows `obs` (actions from the standard normal `eps`: one row
-    /// per row, or the policy's gSDE noise shape), through `q(obs, actions)` — whose own
-    /// weights should be frozen — with both losses scaled by `share` (the rows' fraction of
-    /// the batch; 1 for the whole batch). Both losses are checked.
-    ///
-    /// # Errors
-    /// [`Error::Diverged`] naming the loss that is not finite.
-    pub fn grads(
-        &self,
-        (obs, eps): (Tensor<2>, Tensor<2>),
-        share: f64,
-        q: impl FnOnce(Tensor<2>, Tensor<2>) -> Tensor<2>,
-    ) -> Result<ActorGrads> {
-        let scaled = |t: Tensor<1>| if share == 1.0 { t } else { t.mul_scalar(share) };
-        let actor = own_leaves(self.actor);
-        let temperature = self.temperature.map(own_leaves);
-        let (action, log_prob) = actor.sample(obs.clone(), eps);
-        let actor_loss = scaled(sac_actor_loss(log_prob.clone(), q(obs, action), self.alpha));
-        let actor_value = checked_loss("actor loss", &actor_loss, self.update)?;
-        let (total, alpha_value) = match &temperature {
-            Some(t) => {
-                let target = self.target_entropy;
-                let l = scaled(sac_temperature_loss(t.log_alpha.val(), log_prob, target));
-                let v = checked_loss("temperature loss", &l, self.update)?;
-                (actor_loss + l, Some(v))
-            }
-            None => (actor_loss, None),
-        };
-        let mut grads = total.backward();
-        Ok(ActorGrads {
-            actor: GradientsParams::from_module(&mut grads, &actor),
-            temperature: temperature.map(|t| GradientsParams::from_module(&mut grads, &t)),
-            actor_loss: actor_value,
-            temperature_loss: alpha_value,
-        })
-    }
-}
-
-impl ActorGrads {
-    /// The shares' gradients and losses added in the order given ([`sum_gradients`]), for
-    /// `actor` and `temperature`.
-    pub fn sum(
-        shares: Vec<ActorGrads>,
-        actor: &GaussianTanhPolicy,
-        temperature: Option<&Temperature>,
-    ) -> ActorGrads {
-        let actor_loss = shares.iter().map(|s| s.actor_loss).sum();
-        let temperature_loss = shares.iter().map(|s| s.temperature_loss).sum();
-        let (a, t): (Vec<_>, Vec<_>) = shares.into_iter().map(|s| (s.actor, s.temperature)).unzip();
-        ActorGrads {
-            actor: sum_gradients(actor, a),
-            temperature: temperature.map(|m| sum_gradients(m, t.into_iter().flatten().collect())),
-            actor_loss,
-            temperature_loss,
-        }
     }
 }

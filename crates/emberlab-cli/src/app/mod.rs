@@ -22,10 +22,12 @@ mod train;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use emberlab_run::config::PresetSource;
+use emberlab_run::kinds::LearnerKind;
 use emberlab_run::{Flags, RunConfig};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ember: reinforcement learning in Rust. Train an agent with one command, resume it
@@ -198,6 +200,20 @@ static STOP: AtomicBool = AtomicBool::new(false);
 /// The `ember` command on this process's arguments.
 pub fn main() -> ExitCode {
     main_with_args(std::env::args_os())
+}
+
+/// The `ember` command with `learners` added to its registry first: the `main` of a
+/// program that brings learners of its own (`emberlab_run::kinds`), e.g.
+/// `main_with([Kind::<MyConfig>::named("mine")])`; then `my-program train mine --env ...`.
+/// A name that is taken or malformed is an error (exit code 2) before anything runs.
+pub fn main_with(learners: impl IntoIterator<Item = Arc<dyn LearnerKind>>) -> ExitCode {
+    for kind in learners {
+        if let Err(e) = emberlab_run::register(kind) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    main()
 }
 
 /// The `ember` command on `args` (the first is the program name), e.g. from a program that
