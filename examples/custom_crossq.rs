@@ -1,11 +1,8 @@
-//! CrossQ (Bhatt et al., ICLR 2024) assembled from Ember's public parts and run by the
-//! `ember` command: SAC's actor side ([`SacActor`]) and two critics with batch norm
-//! ([`BatchNormCritic`]) but *no target networks*: each critic sees the batch's `(s, a)`
-//! and `(s', a')` rows in one forward pass, so both are normalised by the same statistics,
-//! and the next values are that pass's second half, without gradient. The actor steps
-//! every `policy_delay` updates, against the critics' running statistics, as a part beside
-//! the critics' step. (The paper's critics are 2048 wide with Adam's β₁ = 0.5; here 256
-//! wide with Adam's defaults.)
+//! CrossQ (Bhatt et al., ICLR 2024) from Ember's public parts, run by the `ember` command:
+//! SAC's actor side ([`SacActor`]), two batch-normalised critics ([`BatchNormCritic`]) and
+//! no target networks: the critics see `(s, a)` and `(s', a')` rows in one pass, normalised
+//! alike; the next values are its second half, without gradient. The actor steps every
+//! `policy_delay` updates, beside the critics. (The paper: 2048 wide, Adam's β₁ = 0.5.)
 //!
 //! `cargo run --release --example custom_crossq -- train crossq --env Pendulum-v1` (then
 //! `train --resume RUN`, `eval RUN`, `export RUN --onnx FILE`, `plot`, ...).
@@ -14,16 +11,16 @@ use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use emberlab::algo::parts::{Parts, UpdateSchedule, part};
 use emberlab::algo::sac::SacActor;
-use emberlab::algo::step_in_place;
+use emberlab::algo::stepped;
 use emberlab::algo::tensors::{column, learner_devices, matrix};
 use emberlab::algo::{ActionBuf, Agent, Devices, GaussianActing, OffPolicyLearner, OnnxOutput};
 use emberlab::algo::{OnnxPolicy, OptimizerKind, Persist, Progress, Update, Validate, Visitor};
 use emberlab::core::{Batch, EmberRng, Result, Space};
 use emberlab::loss::{checked_loss, sac_critic_loss, sac_target_discounted};
 use emberlab::nn::{BatchNormCritic, noise};
-use emberlab::run::kinds::{Kind, LearnerConfig, LearnerKind, Preset, TrainerKind};
+use emberlab::run::kinds::{Kind, LearnerConfig, Preset, TrainerKind};
 use emberlab::run::{OffPolicy, RunLearner};
-use std::sync::Arc;
+use std::num::NonZeroU64;
 
 const GAMMA: f64 = 0.99;
 const LR: f64 = 1e-3;
@@ -48,7 +45,13 @@ impl CrossQ {
         let (plain, learn, _seeded) = learner_devices(&devices.learn, c.seed);
         let (o, b) = (obs.flat_dim(), act.as_box("CrossQ")?);
         let actor = SacActor::new(o, b, None, LR, &learn)?;
-        let critic = BatchNormCritic::new(2, o + b.dim(), &[c.width; 2], MOMENTUM, &learn)?;
+        let critic = BatchNormCritic::new(
+            2,
+            o + b.dim(),
+            &[c.width.unwrap_or(256); 2],
+            MOMENTUM,
+            &learn,
+        )?;
         Ok(CrossQ {
             obs_dim: o,
             acting: GaussianActing::new(&actor.policy, &devices.act, 1),
@@ -56,7 +59,7 @@ impl CrossQ {
             rng: EmberRng::seed_from(c.seed).fork(9),
             progress: Progress::default(),
             parts: c.update_schedule.parts("crossq"),
-            policy_delay: c.policy_delay,
+            policy_delay: c.policy_delay.map_or(3, NonZeroU64::get),
             devices: (plain, learn),
             actor,
             critic,
@@ -84,20 +87,15 @@ impl OffPolicyLearner for CrossQ {
         // their step on clones that also take the batch's statistics.
         let critic_step = part(move || {
             let (q, stats) = critic.forward_train(joint_obs, joint_act);
-            let next_q = q
-                .clone()
-                .slice([0..2, b..2 * b])
-                .min_dim(0)
-                .reshape([b, 1])
-                .detach();
+            let next = q.clone().slice([0..2, b..2 * b]);
+            let next_q = next.min_dim(0).reshape([b, 1]).detach();
             let next_logp = Tensor::from_inner(next_logp);
             let y = sac_target_discounted(r, d, next_q, next_logp, actor.alpha, g);
             let loss = sac_critic_loss(q.slice([0..2, 0..b]), y);
             let value = checked_loss("CrossQ critic loss", &loss, step)?;
             let grads = GradientsParams::from_grads(loss.backward(), critic);
             Ok(move || {
-                let (mut next, mut opt) = (critic.clone(), opt.clone());
-                step_in_place(&mut opt, LR, &mut next, grads);
+                let (next, opt) = stepped(critic, opt, LR, grads);
                 (next.with_stats(&stats), opt, value)
             })
         });
@@ -167,35 +165,18 @@ impl Persist for CrossQ {
     }
 }
 
-/// CrossQ's section of a run's config, `[crossq]`: its seed, the critics' hidden width,
-/// critic updates per actor update, its parts' schedule.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// CrossQ's section of a run's config, `[crossq]`: its seed, the critics' hidden width
+/// (absent: 256), critic updates per actor update (absent: 3), its parts' schedule.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CrossQConfig {
     pub seed: u64,
-    pub width: usize,
-    pub policy_delay: u64,
+    pub width: Option<usize>,
+    pub policy_delay: Option<NonZeroU64>,
     pub update_schedule: UpdateSchedule,
 }
 
-impl Default for CrossQConfig {
-    fn default() -> Self {
-        let update_schedule = UpdateSchedule::Auto;
-        CrossQConfig {
-            seed: 0,
-            width: 256,
-            policy_delay: 3,
-            update_schedule,
-        }
-    }
-}
-
-impl Validate for CrossQConfig {
-    fn validate(&self) -> Result<()> {
-        emberlab::algo::check_positive("crossq.width", self.width)?;
-        emberlab::algo::check_positive("crossq.policy_delay", self.policy_delay as usize)
-    }
-}
+impl Validate for CrossQConfig {}
 
 impl LearnerConfig for CrossQConfig {
     const TRAINER: TrainerKind = TrainerKind::OffPolicy;
@@ -211,13 +192,8 @@ impl LearnerConfig for CrossQConfig {
     }
 }
 
-/// CrossQ as the `ember` command's learner `crossq`.
-pub fn kind() -> Arc<dyn LearnerKind> {
-    Kind::<CrossQConfig>::named("crossq")
-}
-
 /// The `ember` command with CrossQ added.
 #[allow(dead_code)] // the tests include this file as a module
 fn main() -> std::process::ExitCode {
-    emberlab_cli::app::main_with([kind()])
+    emberlab_cli::app::main_with([Kind::<CrossQConfig>::named("crossq")])
 }

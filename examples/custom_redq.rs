@@ -1,7 +1,7 @@
 //! REDQ (Chen et al. 2021) assembled from Ember's public parts and run by the `ember`
 //! command: SAC's actor side ([`SacActor`]), ten critics as one fused ensemble (one batched
 //! matmul per layer), targets from the minimum of a random pair of the ten target critics,
-//! `UPDATES_PER_STEP` critic updates per env step, the actor once per env step against the
+//! `G` critic updates per env step, the actor once per env step against the
 //! mean of all ten. Each update is one run of [`emberlab::algo::parts`] by rows: each half
 //! of the batch computes its targets and its share of the gradients on a core of its own.
 //!
@@ -12,21 +12,19 @@ use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 use emberlab::algo::parts::{Parts, UpdateSchedule, own_leaves, run_by_rows, sum_gradients};
 use emberlab::algo::sac::SacActor;
-use emberlab::algo::step_in_place;
+use emberlab::algo::stepped;
 use emberlab::algo::tensors::{column, learner_devices, matrix, rows_of};
 use emberlab::algo::{ActionBuf, Agent, Devices, GaussianActing, OffPolicyLearner, OnnxOutput};
 use emberlab::algo::{OnnxPolicy, OptimizerKind, Persist, Progress, Update, Validate, Visitor};
 use emberlab::core::{Batch, EmberRng, Result, Space};
 use emberlab::loss::{checked_loss, sac_critic_loss, sac_target_discounted};
 use emberlab::nn::{CriticEnsemble, CriticEnsembleConfig, noise, polyak_update};
-use emberlab::run::kinds::{Kind, LearnerConfig, LearnerKind, Preset, TrainerKind};
+use emberlab::run::kinds::{Kind, LearnerConfig, Preset, TrainerKind};
 use emberlab::run::{OffPolicy, RunLearner};
-use std::sync::Arc;
 
 /// N critics; G critic updates per env step (the paper's N = 10, G = 20).
 const CRITICS: u64 = 10;
-pub const UPDATES_PER_STEP: usize = 10;
-const G: u64 = UPDATES_PER_STEP as u64;
+pub const G: u64 = 10;
 const GAMMA: f64 = 0.99;
 const TAU: f64 = 0.005;
 const LR: f64 = 1e-3;
@@ -105,9 +103,8 @@ impl OffPolicyLearner for Redq {
         // Every loss was finite: the steps on the summed shares, on clones, then move in.
         let loss: f64 = shares.iter().map(|s| s.1).sum();
         let (grads, actor): (Vec<_>, Vec<_>) = shares.into_iter().map(|s| (s.0, s.2)).unzip();
-        let (mut critic, mut opt) = (self.critic.clone(), self.critic_opt.clone());
-        let grads = sum_gradients(&critic, grads);
-        step_in_place(&mut opt, LR, &mut critic, grads);
+        let grads = sum_gradients(&self.critic, grads);
+        let (critic, opt) = stepped(&self.critic, &self.critic_opt, LR, grads);
         let actor: Option<Vec<_>> = actor.into_iter().collect();
         let actor = actor.map(|shares| self.actor.stepped(shares));
         self.target = polyak_update(self.target.clone(), &critic, TAU);
@@ -176,11 +173,7 @@ pub struct RedqConfig {
     pub update_schedule: UpdateSchedule,
 }
 
-impl Validate for RedqConfig {
-    fn validate(&self) -> Result<()> {
-        emberlab::algo::check_positive("redq.width", self.width.unwrap_or(1))
-    }
-}
+impl Validate for RedqConfig {}
 
 impl LearnerConfig for RedqConfig {
     const TRAINER: TrainerKind = TrainerKind::OffPolicy;
@@ -192,18 +185,13 @@ impl LearnerConfig for RedqConfig {
 
     /// SAC's zoo trainer for `env`, G critic updates per env step.
     fn preset(env: &str) -> Preset<Self> {
-        let g = |t: &mut emberlab::algo::OffPolicyConfig| t.gradient_steps = UPDATES_PER_STEP;
+        let g = |t: &mut emberlab::algo::OffPolicyConfig| t.gradient_steps = G as usize;
         Preset::sac_trainer(env, RedqConfig::default(), g)
     }
-}
-
-/// REDQ as the `ember` command's learner `redq`.
-pub fn kind() -> Arc<dyn LearnerKind> {
-    Kind::<RedqConfig>::named("redq")
 }
 
 /// The `ember` command with REDQ added.
 #[allow(dead_code)] // the tests include this file as a module
 fn main() -> std::process::ExitCode {
-    emberlab_cli::app::main_with([kind()])
+    emberlab_cli::app::main_with([Kind::<RedqConfig>::named("redq")])
 }

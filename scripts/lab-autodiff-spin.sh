@@ -10,8 +10,8 @@
 # those acquisitions spin until the lock is free instead of parking, and builds the
 # `custom_redq` and `train_speed` examples against the copy, into LAB_DIR/bin. Compare
 # them with the same examples built normally, alternated in one window, e.g.
-#   target/release/examples/custom_redq --steps 1000
-#   target/lab-autodiff-spin/bin/custom_redq --steps 1000
+#   target/release/examples/custom_redq train redq --env Pendulum-v1 --steps 1000 --json
+#   target/lab-autodiff-spin/bin/custom_redq train redq --env Pendulum-v1 --steps 1000 --json
 #
 # Usage: scripts/lab-autodiff-spin.sh   (about 3 minutes after a release build; the normal
 # examples in target/release are rebuilt by the next `cargo build --release`)

@@ -9,11 +9,12 @@ mod command;
 mod crossq;
 
 use command::Learning;
+use emberlab::run::kinds::Kind;
 
 /// The child process the tests start: the command with CrossQ registered.
 #[test]
 fn command_child() {
-    command::child(crossq::kind);
+    command::child(|| Kind::<crossq::CrossQConfig>::named("crossq"));
 }
 
 #[test]

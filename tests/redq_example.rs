@@ -9,11 +9,12 @@ mod command;
 mod redq;
 
 use command::Learning;
+use emberlab::run::kinds::Kind;
 
 /// The child process the tests start: the command with REDQ registered.
 #[test]
 fn command_child() {
-    command::child(redq::kind);
+    command::child(|| Kind::<redq::RedqConfig>::named("redq"));
 }
 
 #[test]
@@ -26,7 +27,7 @@ fn redq_reaches_minus_200_in_fewer_env_steps_than_sac() {
     assert!(r < s, "REDQ reached -200 at {r} env steps, SAC at {s}");
     // Many critic updates per env step (UPDATES_PER_STEP after the random warm-up).
     let per_step = redq.updates as f64 / redq.env_steps as f64;
-    assert!(per_step > redq::UPDATES_PER_STEP as f64 / 2.0, "{per_step}");
+    assert!(per_step > redq::G as f64 / 2.0, "{per_step}");
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 

@@ -6,7 +6,7 @@
 # waits block at once); `auto` picks among them from the run's first updates.
 #
 # Each line: task, setting, env steps per second after the warm-up steps (from the run's
-# metrics.csv; the REDQ example's own rate), and what `auto` chose. Needs a release `ember`
+# metrics.csv; the REDQ example's whole run), and what `auto` chose. Needs a release `ember`
 # built with --features mujoco (scripts/setup-mujoco.sh's environment for the MuJoCo tasks)
 # and the REDQ example (`cargo build --release --example custom_redq`).
 #
@@ -49,10 +49,13 @@ run_one() {
     esac
     local dir="$OUT/$task-$setting-$RANDOM" line chosen
     if [ "$algo" = redq ]; then
-        local flag=()
-        [ "$schedule" = auto ] || flag=("--$schedule")
-        line="$(env ${spin:+EMBER_SPIN_US=$spin} "$REDQ" --steps 1000 "${flag[@]}" 2>/dev/null |
-            grep -o 'env_steps_per_s=[0-9.]*' | cut -d= -f2)"
+        # The REDQ example runs the command itself: its whole run's rate (as before).
+        env ${spin:+EMBER_SPIN_US=$spin} "$REDQ" train redq --env Pendulum-v1 --steps 1000 \
+            --set "redq.update_schedule=$schedule" --set off_policy.eval_episodes=0 \
+            --out "$dir" --quiet --json > "$dir.json" 2>/dev/null
+        line="$(python3 -c 'import json,sys
+d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+print(f"{d["env_steps"] / d["wall_secs"]:.1f}")' "$dir.json")"
         echo "$task $setting $line"
         return
     fi

@@ -12,7 +12,7 @@ const CHILD: &str = "EMBER_EXAMPLE_COMMAND";
 /// The child's body, in a test named `command_child`: registers the learner, runs the
 /// command with the arguments it was given and exits with its status. Does nothing in the
 /// parent test run.
-pub fn child(kind: fn() -> std::sync::Arc<dyn emberlab::run::kinds::LearnerKind>) {
+pub fn child(kind: impl FnOnce() -> std::sync::Arc<dyn emberlab::run::kinds::LearnerKind>) {
     let Ok(args) = std::env::var(CHILD) else {
         return;
     };

@@ -6,8 +6,12 @@ use serde::de::DeserializeOwned;
 
 /// A config that can check its own values.
 pub trait Validate {
-    /// Returns an error naming the first field outside its allowed range.
-    fn validate(&self) -> Result<()>;
+    /// Returns an error naming the first field outside its allowed range. The default
+    /// accepts every value: for configs whose types already say what is allowed (`NonZero…`
+    /// widths, enums), or whose learner's constructor checks the rest.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Parses a config from TOML text (unknown fields are errors: the configs are

@@ -114,7 +114,7 @@ pub use learner::{
 };
 pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};
-pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place};
+pub use optimizer::{HostAdam, HostAdamState, OptimizerKind, step_in_place, stepped};
 pub use parts::UpdateSchedule;
 pub use persist::{Loaded, Persist, Value, Visitor};
 pub use policy_gradient::PolicyGradient;

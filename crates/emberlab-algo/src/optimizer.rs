@@ -34,6 +34,20 @@ pub fn step_in_place<M: Module>(
     *module = optim.step(lr, module.clone(), grads);
 }
 
+/// `module` and `optim` stepped by `grads`, as new values; the originals are unchanged
+/// (shared handles: nothing is copied until written). For an update that steps several
+/// networks and moves them into the learner only when all have stepped.
+pub fn stepped<M: Module>(
+    module: &M,
+    optim: &ModuleOptimizer,
+    lr: f64,
+    grads: GradientsParams,
+) -> (M, ModuleOptimizer) {
+    let mut optim = optim.clone();
+    let module = optim.step(lr, module.clone(), grads);
+    (module, optim)
+}
+
 /// Which optimizer an algorithm uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -9,7 +9,7 @@ use crate::config::{Validate, check_hidden, check_open_closed, check_positive, c
 use crate::devices::Devices;
 use crate::learner::{Metrics, OffPolicyLearner, Progress, Update};
 use crate::off_policy::{MUJOCO_ZOO, OffPolicyConfig, zoo_mujoco};
-use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::optimizer::{OptimizerKind, stepped};
 use crate::parts::{Part, Parts, UpdateSchedule, own_leaves, part, run_by_rows, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::replay::ReplayConfig;
@@ -390,8 +390,7 @@ impl Td3View<'_> {
         part(move || {
             let grads = sum_gradients(self.critic, grads);
             Ok(move || {
-                let (mut critic, mut optim) = (self.critic.clone(), optim.clone());
-                step_in_place(&mut optim, self.config.learning_rate, &mut critic, grads);
+                let (critic, optim) = stepped(self.critic, optim, self.config.learning_rate, grads);
                 crate::faults::site("td3.step");
                 let target = actor_step
                     .then(|| polyak_update(self.critic_target.clone(), &critic, self.config.tau));
@@ -410,8 +409,7 @@ impl Td3View<'_> {
         part(move || {
             let grads = sum_gradients(self.actor, grads);
             Ok(move || {
-                let (mut actor, mut optim) = (self.actor.clone(), optim.clone());
-                step_in_place(&mut optim, self.config.learning_rate, &mut actor, grads);
+                let (actor, optim) = stepped(self.actor, optim, self.config.learning_rate, grads);
                 crate::faults::site("td3.actor_step");
                 let target = polyak_update(self.actor_target.clone(), &actor, self.config.tau);
                 (actor, optim, target)

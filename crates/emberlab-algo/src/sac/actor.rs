@@ -4,7 +4,7 @@
 //! policy, the temperature and their optimizers as one value that steps on a clone.
 
 use crate::agent::OnnxOutput;
-use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::optimizer::{OptimizerKind, stepped};
 use crate::parts::{own_leaves, sum_gradients};
 use crate::persist::Visitor;
 use burn::optim::{GradientsParams, ModuleOptimizer};
@@ -173,11 +173,17 @@ impl SacActor {
     /// batch, or one per part that took a share of the rows), and the summed actor loss.
     pub fn stepped(&self, shares: Vec<ActorGrads>) -> (SacActor, f64) {
         let grads = ActorGrads::sum(shares, &self.policy, Some(&self.temperature));
-        let mut next = self.clone();
-        step_in_place(&mut next.optims[0], self.lr, &mut next.policy, grads.actor);
-        if let Some(g) = grads.temperature {
-            step_in_place(&mut next.optims[1], self.lr, &mut next.temperature, g);
-        }
+        let (policy, policy_optim) = stepped(&self.policy, &self.optims[0], self.lr, grads.actor);
+        let (temperature, alpha_optim) = match grads.temperature {
+            Some(g) => stepped(&self.temperature, &self.optims[1], self.lr, g),
+            None => (self.temperature.clone(), self.optims[1].clone()),
+        };
+        let next = SacActor {
+            policy,
+            temperature,
+            optims: [policy_optim, alpha_optim],
+            lr: self.lr,
+        };
         (next, grads.actor_loss)
     }
 
