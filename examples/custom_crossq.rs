@@ -3,23 +3,12 @@
 //! no target networks: the critics see `(s, a)` and `(s', a')` rows in one pass, normalised
 //! alike; the next values are its second half, without gradient. The actor steps every
 //! `policy_delay` updates, beside the critics. (The paper: 2048 wide, Adam's β₁ = 0.5.)
-//!
-//! `cargo run --release --example custom_crossq -- train crossq --env Pendulum-v1` (then
-//! `train --resume RUN`, `eval RUN`, `export RUN --onnx FILE`, `plot`, ...).
-use burn::module::Module;
-use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::{Device, Tensor};
-use emberlab::algo::parts::{Parts, UpdateSchedule, part};
+//! `cargo run --release --example custom_crossq -- train crossq --env Pendulum-v1`, then
+//! `train --resume RUN`, `eval RUN`, `export RUN --onnx FILE`, `plot`, ...
 use emberlab::algo::sac::SacActor;
-use emberlab::algo::stepped;
-use emberlab::algo::tensors::{column, learner_devices, matrix};
-use emberlab::algo::{ActionBuf, Agent, Devices, GaussianActing, OffPolicyLearner, OnnxOutput};
-use emberlab::algo::{OnnxPolicy, OptimizerKind, Persist, Progress, Update, Validate, Visitor};
-use emberlab::core::{Batch, EmberRng, Result, Space};
-use emberlab::loss::{checked_loss, sac_critic_loss, sac_target_discounted};
-use emberlab::nn::{BatchNormCritic, noise};
-use emberlab::run::kinds::{Kind, LearnerConfig, Preset, TrainerKind};
-use emberlab::run::{OffPolicy, RunLearner};
+use emberlab::loss::{sac_critic_loss, sac_target_discounted};
+use emberlab::nn::BatchNormCritic;
+use emberlab::prelude::*;
 use std::num::NonZeroU64;
 
 const GAMMA: f64 = 0.99;
@@ -144,7 +133,7 @@ impl Agent for CrossQ {
 }
 
 impl OnnxPolicy for CrossQ {
-    fn onnx_outputs(&self, g: &mut emberlab::nn::OnnxGraph, obs: &str) -> Result<Vec<OnnxOutput>> {
+    fn onnx_outputs(&self, g: &mut OnnxGraph, obs: &str) -> Result<Vec<OnnxOutput>> {
         self.actor.onnx_outputs(g, obs)
     }
 }

@@ -21,8 +21,7 @@ use emberlab_cli::stats::{bootstrap_ci, iqm, mean_std};
 use std::collections::VecDeque;
 use std::process::{Child, Command, Stdio};
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator: emberlab-cli's (mimalloc), linked through its plots and statistics.
 
 /// One row: what to train and zoo's published score (`None`: zoo has no entry).
 struct Task {

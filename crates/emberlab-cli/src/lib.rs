@@ -50,6 +50,12 @@
 
 #![warn(missing_docs)]
 
+/// The allocator of `ember` and of every program that links this crate with its default
+/// `mimalloc` feature (see the feature's note in `Cargo.toml`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod app;
 pub mod checks;
 pub mod crc32c;

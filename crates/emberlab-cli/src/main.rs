@@ -2,9 +2,7 @@
 //! plot runs, print presets, measure the machine (`ember --help`). The whole program is
 //! [`emberlab_cli::app::main`].
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
+// The allocator is the library's (its default `mimalloc` feature).
 fn main() -> std::process::ExitCode {
     emberlab_cli::app::main()
 }

@@ -124,6 +124,13 @@ impl CriticEnsemble {
         emberlab_kernels::ensemble_min(h, self.weights[last].val(), self.biases[last].val())
     }
 
+    /// The mean of the E values `[batch, 1]` (REDQ's actor loss: the mean of its critics).
+    pub fn mean_q(&self, obs: Tensor<2>, act: Tensor<2>) -> Tensor<2> {
+        let q = self.forward(obs, act);
+        let [_, rows, _] = q.dims();
+        q.mean_dim(0).reshape([rows, 1])
+    }
+
     /// Critics `members` (a range) as an ensemble of their own, sharing the weight values:
     /// TD3's actor loss reads only the first critic, and evaluating (and differentiating
     /// through) the others would double its work. Gradients reach these members' weights
