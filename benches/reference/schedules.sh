@@ -55,7 +55,7 @@ run_one() {
             --out "$dir" --quiet --json > "$dir.json" 2>/dev/null
         line="$(python3 -c 'import json,sys
 d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
-print(f"{d["env_steps"] / d["wall_secs"]:.1f}")' "$dir.json")"
+print("%.1f" % (d["env_steps"] / d["wall_secs"]))' "$dir.json")"
         echo "$task $setting $line"
         return
     fi
