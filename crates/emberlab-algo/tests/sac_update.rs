@@ -66,8 +66,8 @@ fn parallel_and_sequential_schedules_are_bit_identical() {
             "{spec}: same seed, same initial weights"
         );
         let mut rng = EmberRng::seed_from(5);
-        // Ten updates, the parallel learner's next values split between its threads as
-        // its balance says (the unit tests of `sac::learner` fix the splits).
+        // Ten updates, the parallel learner's halves on two threads (helping each other
+        // with their large products at the gate).
         for step in 0..10 {
             let b = batch(&mut rng, 64);
             let ms = seq.update(&b, step).unwrap();

@@ -3,8 +3,7 @@
 
 use super::SacConfig;
 use super::actor::{ActorGrads, ActorStep};
-use super::balance::NextValuesBalance;
-use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs, NextValues};
+use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs};
 use crate::acting::GaussianActing;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
@@ -26,7 +25,6 @@ use emberlab_nn::{
     Temperature, hard_target,
 };
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// A SAC learner and agent, built by [`SacConfig::build`]. Learns on `devices.learn`
 /// (with autodiff), acts on `devices.act` through an inference copy refreshed every
@@ -55,8 +53,6 @@ pub struct Sac {
     sde: SdeSchedule,
     /// Runs the critic half beside the actor half (the config's schedule).
     parts: Parts,
-    /// Which thread computes the next values when an update runs in parallel.
-    balance: NextValuesBalance,
     /// The acting copy (module, updates since its refresh) from before the parallel
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
@@ -115,7 +111,6 @@ impl Sac {
             acting,
             sde: SdeSchedule::new(config.sde_sample_freq),
             parts: config.update_schedule.parts("ember-sac"),
-            balance: NextValuesBalance::default(),
             acting_undo: None,
             progress: Progress::default(),
             learn,
@@ -171,27 +166,19 @@ impl Sac {
     }
 
     /// Runs both halves as two parts ([`crate::parts`]) on the configured schedule: the
-    /// critic half, and the actor + temperature half, which first computes the rows of the
-    /// soft target's next values that the balance hands to it. Under the parallel schedule
+    /// critic half and the actor + temperature half. Under the parallel schedule
     /// the actor half's step also brings the acting copy up to the stepped actor while the
     /// critic half steps; `update` undoes it if the update fails.
     fn run_halves(
         &mut self,
-        mut job: CriticJob,
+        job: CriticJob,
         x: &Inputs,
         step: u64,
     ) -> Result<(CriticDone, ActorDone)> {
         let lr = self.config.learning_rate;
         let frozen = self.critic.clone().no_grad();
-        let batch = x.next_obs.dims()[0];
         // The schedule of this run (an auto schedule may change between updates).
         let parallel = self.parts.threads() > 1;
-        let rows = if parallel {
-            self.balance.rows(batch)
-        } else {
-            0
-        };
-        let hand_off = job.hand_off_next_values(rows);
         let actor_job = ActorJob {
             step: ActorStep {
                 actor: &self.actor,
@@ -206,20 +193,12 @@ impl Sac {
         let (actor_opt, alpha_opt) = (&mut self.actor_optim, &mut self.alpha_optim);
         let acting = &mut self.acting;
         let acting_undo = &mut self.acting_undo;
-        let mut handed_in = Duration::ZERO;
-        let handed = &mut handed_in;
         let critic_half = part(move || {
             let (loss, grads, td) = job.grads();
             let loss = loss?;
             Ok(move || job.finish(loss, grads, td))
         });
         let actor_half = part(move || {
-            let started = Instant::now();
-            if let Some(hand_off) = hand_off {
-                // The critic half starts with its forward pass and needs these after.
-                hand_off.run(x);
-            }
-            *handed = started.elapsed();
             let ActorGrads {
                 actor: actor_grads,
                 temperature: t_grads,
@@ -248,14 +227,8 @@ impl Sac {
                 }
             })
         });
-        let run = self
-            .parts
-            .run(&format!("SAC update {step}"), (critic_half, actor_half));
-        if parallel && let [critic_at, actor_at] = self.parts.arrivals() {
-            self.balance
-                .record(batch, rows, handed_in, actor_at - critic_at);
-        }
-        run
+        self.parts
+            .run(&format!("SAC update {step}"), (critic_half, actor_half))
     }
 }
 
@@ -318,10 +291,7 @@ impl OffPolicyLearner for Sac {
             critic: self.critic.clone(),
             target: self.target.clone(),
             optim: self.critic_optim.clone(),
-            next: NextValues {
-                actor: self.actor.valid(),
-                handed: None,
-            },
+            next_actor: self.actor.valid(),
             x: x.clone(),
             lr: self.config.learning_rate,
             alpha: self.alpha,
@@ -463,23 +433,18 @@ mod tests {
     }
 
     #[test]
-    fn any_rows_on_the_actor_thread_give_the_sequential_bits() {
+    fn the_parallel_schedule_gives_the_sequential_bits() {
         let mut seq = learner(UpdateSchedule::Sequential);
         let mut par = learner(UpdateSchedule::Parallel);
         assert_eq!(state(&seq), state(&par), "same seed, same weights");
         let before = state(&seq);
         let mut rng = EmberRng::seed_from(9);
         let n = 60;
-        // Handed rows 0, 8, 24, 32, 56, all 60 and 48 of 60.
-        for (step, share) in [0.02, 0.13, 0.4, 0.5, 0.97, 1.0, 0.75]
-            .into_iter()
-            .enumerate()
-        {
-            par.balance.set_share(share);
+        for step in 0..7 {
             let b = batch(&mut rng, n);
-            let (s, p) = (seq.update(&b, step as u64), par.update(&b, step as u64));
-            assert_eq!(s.unwrap(), p.unwrap(), "update {step}, share {share}");
-            assert_eq!(state(&seq), state(&par), "update {step}, share {share}");
+            let (s, p) = (seq.update(&b, step), par.update(&b, step));
+            assert_eq!(s.unwrap(), p.unwrap(), "update {step}");
+            assert_eq!(state(&seq), state(&par), "update {step}");
         }
         assert_ne!(state(&seq), before);
     }

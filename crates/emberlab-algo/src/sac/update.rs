@@ -6,16 +6,14 @@
 
 use super::actor::{ActorGrads, ActorStep};
 use crate::optimizer::step_in_place;
-use crate::tensors::rows_of;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
-use emberlab_core::{Error, Result};
+use emberlab_core::Result;
 use emberlab_loss::{
     checked_loss, ensemble_td_errors, sac_critic_loss, sac_critic_loss_weighted, sac_target,
     sac_target_discounted,
 };
 use emberlab_nn::{CriticEnsemble, GaussianTanhPolicy, Temperature, polyak_update};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
 /// One update's inputs, on the devices where they are used.
@@ -34,70 +32,15 @@ pub(super) struct Inputs {
     pub noise_pi: Tensor<2>,
 }
 
-/// Where the critic half gets the soft target's next values: the target critics' minimum
-/// `min Q̄(s', a')` at next actions `a' ~ π(·|s')`, and their log-probabilities.
-pub(super) struct NextValues {
-    /// The actor from before this update, without autodiff.
-    pub actor: GaussianTanhPolicy,
-    /// The first rows' values, computed on the other thread while this half runs the
-    /// critic's forward pass, and where they arrive: `None` when this half computes every
-    /// row.
-    pub handed: Option<(usize, Receiver<(Tensor<2>, Tensor<2>)>)>,
-}
-
-impl NextValues {
-    /// Every row's `(min Q̄(s', a'), log π(a'|s'))` under `target`: this thread's rows
-    /// first, then the handed rows as they arrive, in row order. An error if the other
-    /// thread stopped before sending them.
-    fn values(
-        &self,
-        target: &CriticEnsemble,
-        x: &Inputs,
-        step: u64,
-    ) -> Result<(Tensor<2>, Tensor<2>)> {
-        let all = x.next_obs.dims()[0];
-        let Some((handed, rx)) = &self.handed else {
-            return Ok(next_values(&self.actor, target, x, 0, all));
-        };
-        let own = (*handed < all).then(|| next_values(&self.actor, target, x, *handed, all));
-        let (q, l) = emberlab_kernels::worker::receive(rx).ok_or_else(|| {
-            Error::panicked(
-                format!("SAC update {step}"),
-                &"the actor half stopped before computing the next values",
-            )
-        })?;
-        Ok(match own {
-            Some((q2, l2)) => (Tensor::cat(vec![q, q2], 0), Tensor::cat(vec![l, l2], 0)),
-            None => (q, l),
-        })
-    }
-}
-
-/// `(min Q̄(s', a'), log π(a'|s'))` for rows `from..to` of the next observations, with
-/// `a'` sampled by `actor` (with gSDE the noise is one weight matrix for all rows). Every
-/// operation works row by row, so a row's values do not depend on which rows are computed
-/// with it (tested with the rows split at several places: `sac::learner`'s unit tests).
-pub(super) fn next_values(
+/// `(min Q̄(s', a'), log π(a'|s'))` over the next observations, with `a'` sampled by
+/// `actor` (the actor from before this update, without autodiff).
+fn next_values(
     actor: &GaussianTanhPolicy,
     target: &CriticEnsemble,
     x: &Inputs,
-    from: usize,
-    to: usize,
 ) -> (Tensor<2>, Tensor<2>) {
-    let rows = x.next_obs.dims()[0];
-    let (obs, noise) = if from == 0 && to == rows {
-        (x.next_obs.clone(), x.noise_next.clone())
-    } else {
-        let obs = rows_of(&x.next_obs, &(from..to));
-        let noise = if actor.is_sde() {
-            x.noise_next.clone()
-        } else {
-            rows_of(&x.noise_next, &(from..to))
-        };
-        (obs, noise)
-    };
-    let (action, log_prob) = actor.sample(obs.clone(), noise);
-    (target.min_q(obs, action), log_prob)
+    let (action, log_prob) = actor.sample(x.next_obs.clone(), x.noise_next.clone());
+    (target.min_q(x.next_obs.clone(), action), log_prob)
 }
 
 /// The critic half of an update, owning what it reads so that it can run on another
@@ -106,38 +49,14 @@ pub(super) struct CriticJob {
     pub critic: CriticEnsemble,
     pub target: CriticEnsemble,
     pub optim: Arc<Mutex<ModuleOptimizer>>,
-    pub next: NextValues,
+    /// The actor from before this update, without autodiff (the next actions).
+    pub next_actor: GaussianTanhPolicy,
     pub x: Inputs,
     pub lr: f64,
     pub alpha: f64,
     pub gamma: f64,
     pub tau: f64,
     pub step: u64,
-}
-
-/// The first rows of an update's next values, for the actor thread to compute and send
-/// to the critic half ([`CriticJob::hand_off_next_values`]).
-pub(super) struct HandOff {
-    actor: GaussianTanhPolicy,
-    target: CriticEnsemble,
-    rows: usize,
-    to_critic: Sender<(Tensor<2>, Tensor<2>)>,
-}
-
-impl HandOff {
-    /// Computes the rows and sends them.
-    pub(super) fn run(self, x: &Inputs) {
-        let HandOff {
-            actor,
-            target,
-            rows,
-            to_critic,
-        } = self;
-        let values = next_values(&actor, &target, x, 0, rows);
-        // A send fails only if the critic half has already stopped (a panic), which its
-        // result reports.
-        let _ = to_critic.send(values);
-    }
 }
 
 /// What the critic half hands back: the stepped critic and targets, its loss and the
@@ -150,31 +69,12 @@ pub(super) struct CriticDone {
 }
 
 impl CriticJob {
-    /// Makes the other thread compute the first `rows` next values (none: `None`):
-    /// returns the actor and target critics to compute them with and where to send them.
-    pub(super) fn hand_off_next_values(&mut self, rows: usize) -> Option<HandOff> {
-        if rows == 0 || self.next.handed.is_some() {
-            return None;
-        }
-        let (tx, rx) = channel();
-        self.next.handed = Some((rows, rx));
-        Some(HandOff {
-            actor: self.next.actor.clone(),
-            target: self.target.clone(),
-            rows,
-            to_critic: tx,
-        })
-    }
-
     /// The critic's forward pass, the soft TD target (no graph is built), the critic
     /// loss, its gradients and the TD errors.
     pub(super) fn grads(&self) -> (Result<f64>, GradientsParams, Vec<f32>) {
         let x = &self.x;
         let q = self.critic.forward(x.obs.clone(), x.action.clone());
-        let (next_q, next_log_prob) = match self.next.values(&self.target, x, self.step) {
-            Ok(next) => next,
-            Err(e) => return (Err(e), GradientsParams::new(), Vec::new()),
-        };
+        let (next_q, next_log_prob) = next_values(&self.next_actor, &self.target, x);
         let (r, d) = (x.reward.clone(), x.terminated.clone());
         let y = match &x.discount {
             None => sac_target(r, d, next_q, next_log_prob, self.alpha, self.gamma),
