@@ -711,6 +711,7 @@ fn bench_prints_named_figures() {
         for l in &lines {
             assert!(l["value"].as_f64().unwrap() > 0.0, "{l}");
             assert!(l["cpu"].is_string());
+            assert!(l["gemm"].as_str().unwrap().contains("kernels"), "{l}");
         }
     }
     std::fs::remove_dir_all(&cwd).unwrap();

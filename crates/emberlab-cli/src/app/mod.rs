@@ -306,13 +306,18 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
             }
             let figures = bench::bench(&args.target, args.secs)?;
             if !args.json {
-                println!("# {} on {}", args.target, cpu_model());
+                println!(
+                    "# {} on {}; GEMM: {}",
+                    args.target,
+                    cpu_model(),
+                    emberlab_kernels::gemm_stats::path()
+                );
             }
             for f in figures {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model()})
+                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model(), "gemm": emberlab_kernels::gemm_stats::path()})
                     );
                 } else {
                     println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
