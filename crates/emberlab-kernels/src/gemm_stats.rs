@@ -27,41 +27,6 @@ static PRODUCTS: AtomicU64 = AtomicU64::new(0);
 static MULTIPLY_ADDS: AtomicU64 = AtomicU64::new(0);
 static NANOS: AtomicU64 = AtomicU64::new(0);
 
-/// The GEMM path flex's large products take in this build on this CPU, in words (benchmark
-/// headers name it beside the CPU): the library, and the widest of its kernels the build
-/// allows (feature `avx512`) and the CPU runs.
-pub fn path() -> String {
-    if !cfg!(feature = "flex") {
-        return "no flex in this build (burn's own products)".to_string();
-    }
-    let widest = if cfg!(feature = "avx512") && has("avx512f") {
-        "AVX-512"
-    } else if has("avx2") && has("fma") {
-        "AVX2 + FMA"
-    } else {
-        "baseline"
-    };
-    format!("gemm 0.19 (burn-flex's), {widest} kernels")
-}
-
-/// Whether the CPU has the x86-64 extension `name` (false elsewhere).
-fn has(name: &str) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match name {
-            "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
-            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
-            "fma" => std::arch::is_x86_feature_detected!("fma"),
-            _ => false,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = name;
-        false
-    }
-}
-
 /// Counts from now on (process-wide, every thread).
 pub fn enable() {
     ENABLED.store(true, Ordering::Relaxed);
@@ -132,16 +97,6 @@ pub(crate) fn counted(m: usize, n: usize, k: usize, product: impl FnOnce()) {
 mod tests {
     use super::*;
     use burn::tensor::{Device, Tensor};
-
-    #[test]
-    fn the_path_names_the_library_and_its_widest_kernels() {
-        let path = path();
-        if cfg!(feature = "flex") {
-            assert!(path.starts_with("gemm 0.19"), "{path}");
-            let avx512 = cfg!(feature = "avx512") && has("avx512f");
-            assert_eq!(path.contains("AVX-512"), avx512, "{path}");
-        }
-    }
 
     #[test]
     fn products_of_the_library_are_counted_with_their_size() {

@@ -307,17 +307,17 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
             let figures = bench::bench(&args.target, args.secs)?;
             if !args.json {
                 println!(
-                    "# {} on {}; GEMM: {}",
+                    "# {} on {}; flex's GEMM kernels: {}",
                     args.target,
                     cpu_model(),
-                    emberlab_kernels::gemm_stats::path()
+                    emberlab_backend::gemm_kernels()
                 );
             }
             for f in figures {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model(), "gemm": emberlab_kernels::gemm_stats::path()})
+                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model(), "gemm_kernels": emberlab_backend::gemm_kernels()})
                     );
                 } else {
                     println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
