@@ -2,8 +2,8 @@
 //!
 //! The vocabulary every Ember crate shares: observation/action [`Space`]s, the [`Env`] trait
 //! with Gymnasium semantics, borrowed [`Transition`]s and column-major [`Batch`]es, the
-//! [`Error`] type, the seedable [`EmberRng`], and the [`denormals`] mode of the threads that
-//! run network math.
+//! [`Error`] type, the seedable [`EmberRng`], the [`denormals`] mode of the threads that
+//! run network math, and the [`machine`]'s name.
 //!
 //! ```
 //! use emberlab_core::{BoxSpace, EmberRng, Error, Space};
@@ -22,6 +22,7 @@
 pub mod denormals;
 pub mod env;
 pub mod error;
+pub mod machine;
 pub mod rng;
 pub mod space;
 pub mod state;

@@ -10,3 +10,50 @@
 //! | `fma_peak` | the CPU's fused multiply-add peak per core |
 //! | `sac_update_floor` | a SAC update hand-fused on host buffers: the floor for the library's |
 //! | `frozen_speed` | frozen (host, no-autodiff) inference of a policy against burn's |
+//! | `acting_speed` | `Agent::act` on one observation for SAC, TD3 and DQN |
+//! | `gemm_libraries` | flex's GEMM against MKL and OpenBLAS (PyPI wheels) at the updates' shapes |
+//!
+//! Shared by the programs: [`host_gemm`].
+
+/// `dst = a · b` by flex's GEMM library (the `gemm` crate) on one thread, on host buffers:
+/// `a` is `m × k` and `b` is `k × n`, each given as `(values, row stride, column stride)`
+/// (a transposed operand is its stored matrix with the strides swapped), `dst` row-major
+/// `m × n` (overwritten).
+///
+/// # Panics
+/// If `dst` or an operand is too short for its shape and strides.
+pub fn host_gemm(
+    (m, n, k): (usize, usize, usize),
+    dst: &mut [f32],
+    (a, a_rs, a_cs): (&[f32], usize, usize),
+    (b, b_rs, b_cs): (&[f32], usize, usize),
+) {
+    assert!(dst.len() >= m * n, "host_gemm: output too short");
+    assert!(m == 0 || k == 0 || a.len() > (m - 1) * a_rs + (k - 1) * a_cs);
+    assert!(n == 0 || k == 0 || b.len() > (k - 1) * b_rs + (n - 1) * b_cs);
+    // SAFETY: the asserts keep every element of both operands and of `dst` in bounds;
+    // alpha 0 without reading `dst` overwrites it.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            a_cs as isize,
+            a_rs as isize,
+            b.as_ptr(),
+            b_cs as isize,
+            b_rs as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}

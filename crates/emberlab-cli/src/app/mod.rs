@@ -309,7 +309,7 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                 println!(
                     "# {} on {}; flex's GEMM kernels: {}",
                     args.target,
-                    cpu_model(),
+                    emberlab_core::machine::cpu_model(),
                     emberlab_backend::gemm_kernels()
                 );
             }
@@ -317,7 +317,7 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": cpu_model(), "gemm_kernels": emberlab_backend::gemm_kernels()})
+                        serde_json::json!({"name": f.name, "value": f.value, "unit": f.unit, "cpu": emberlab_core::machine::cpu_model(), "gemm_kernels": emberlab_backend::gemm_kernels()})
                     );
                 } else {
                     println!("{:<44} {:>14.2} {}", f.name, f.value, f.unit);
@@ -670,19 +670,6 @@ fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
     }
     println!("trained seeds {a}..{b}; compare them with `ember plot RUN...`");
     Ok(())
-}
-
-/// The CPU model, as `lscpu` names it.
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
 /// Installs the Ctrl-C handler once per process.

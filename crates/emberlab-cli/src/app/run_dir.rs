@@ -52,7 +52,7 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
 
 /// Versions, commit, device and CPU of this run, as JSON.
 fn meta(config: &RunConfig) -> Result<String> {
-    let cpu = super::cpu_model();
+    let cpu = emberlab_core::machine::cpu_model();
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()

@@ -1,5 +1,5 @@
-//! flex's GEMM (the `gemm` crate, called on host buffers as `emberlab_kernels::matmul` calls
-//! it) against the BLAS libraries of PyPI's wheels (`cblas_sgemm` of `mkl` and
+//! flex's GEMM (the `gemm` crate, called on host buffers by [`emberlab_labs::host_gemm`] as
+//! `emberlab_kernels::matmul` calls it) against the BLAS libraries of PyPI's wheels (`cblas_sgemm` of `mkl` and
 //! `scipy-openblas32`, loaded at run time) at the products of SAC's and TD3's updates: batch
 //! 256 through 256-wide layers (HalfCheetah's 23 inputs on the first), TD3's zoo 400 × 300,
 //! each in the forward layout and the two transposed layouts of the backward pass
@@ -106,39 +106,16 @@ impl Operands {
         assert_eq!(dst.len(), m * n);
         match library {
             Library::Flex => {
-                // (column stride, row stride) of each operand as stored.
-                let (a_cs, a_rs) = match self.layout {
-                    Layout::LhsT => (m, 1),
-                    _ => (1, k),
+                // (values, row stride, column stride) of each operand as stored.
+                let a = match self.layout {
+                    Layout::LhsT => (&self.lhs[..], 1, m),
+                    _ => (&self.lhs[..], k, 1),
                 };
-                let (b_cs, b_rs) = match self.layout {
-                    Layout::RhsT => (k, 1),
-                    _ => (1, n),
+                let b = match self.layout {
+                    Layout::RhsT => (&self.rhs[..], 1, k),
+                    _ => (&self.rhs[..], n, 1),
                 };
-                // SAFETY: the buffers hold `[m, k]`, `[k, n]` and `[m, n]` under these strides.
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        dst.as_mut_ptr(),
-                        1,
-                        n as isize,
-                        false,
-                        self.lhs.as_ptr(),
-                        a_cs as isize,
-                        a_rs as isize,
-                        self.rhs.as_ptr(),
-                        b_cs as isize,
-                        b_rs as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
+                emberlab_labs::host_gemm((m, n, k), dst, a, b);
             }
             Library::Blas(sgemm) => {
                 let (ta, lda) = match self.layout {
@@ -201,7 +178,7 @@ fn main() -> Result<(), String> {
     }
     println!(
         "gemm_libraries cpu={:?} flex_kernels={}",
-        cpu_model(),
+        emberlab_core::machine::cpu_model(),
         emberlab::backend::gemm_kernels()
     );
     let shapes = [
@@ -315,17 +292,4 @@ fn one_thread(
     }
     let (m, n, k) = dims;
     2.0 * (m * n * k) as f64 * products as f64 / began.elapsed().as_secs_f64()
-}
-
-/// `/proc/cpuinfo`'s model name.
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }

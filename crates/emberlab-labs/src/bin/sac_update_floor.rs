@@ -59,43 +59,16 @@ enum Mode {
     ProductsOnly,
 }
 
-/// `dst = a · b` by the GEMM library on one thread; `a` is `m × k`, `b` is `k × n` with
-/// the given `(row, column)` strides, `dst` row-major `m × n`.
+/// `dst = a · b` on one thread ([`emberlab_labs::host_gemm`]), its multiply-adds counted.
 fn product(
-    (m, n, k): (usize, usize, usize),
+    dims: (usize, usize, usize),
     dst: &mut [f32],
-    (a, a_rs, a_cs): (&[f32], usize, usize),
-    (b, b_rs, b_cs): (&[f32], usize, usize),
+    a: (&[f32], usize, usize),
+    b: (&[f32], usize, usize),
 ) {
-    assert!(dst.len() >= m * n, "product: output too short");
+    let (m, n, k) = dims;
     MULTIPLY_ADDS.fetch_add((m * n * k) as u64, Ordering::Relaxed);
-    assert!(m == 0 || k == 0 || a.len() > (m - 1) * a_rs + (k - 1) * a_cs);
-    assert!(n == 0 || k == 0 || b.len() > (k - 1) * b_rs + (n - 1) * b_cs);
-    // SAFETY: the asserts keep every element of both operands and of `dst` in bounds;
-    // alpha 0 without reading `dst` overwrites it.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            a_cs as isize,
-            a_rs as isize,
-            b.as_ptr(),
-            b_cs as isize,
-            b_rs as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
+    emberlab_labs::host_gemm(dims, dst, a, b);
 }
 
 /// `Σ x·y` over the lanes where `mask > 0` (a ReLU's backward pass folded into a dot).
