@@ -18,5 +18,6 @@ for lib in "$MKL" "$OPENBLAS"; do
     [ -f "$lib" ] || { echo "error: $lib is missing from the wheels installed in $VENV" >&2; exit 1; }
 done
 echo "export EMBER_BLAS='mkl=$MKL:cblas_sgemm;openblas=$OPENBLAS:scipy_cblas_sgemm'"
-# One thread each, as the update's parts run (each part one thread).
-echo "export MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
+# One thread each, as the update's parts run (each part one thread); MKL's 32-bit-integer
+# interface, which gemm_libraries calls.
+echo "export MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_INTERFACE_LAYER=LP64"

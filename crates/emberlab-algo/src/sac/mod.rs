@@ -2,7 +2,8 @@
 //! automatic temperature and Polyak targets.
 //!
 //! Files by job: `config` (hyper-parameters, zoo presets, [`SacConfig::build`]), `update`
-//! (the two halves of one update, run as two parts of `crate::parts`), `learner` (the [`Sac`] learner: state,
+//! (the two halves of one update, run as two parts of `crate::parts`), `actor` (the actor
+//! and temperature side any SAC-like learner shares), `learner` (the [`Sac`] learner: state,
 //! acting, checkpoints, the trait glue). The maths lives in `emberlab-nn` (the networks, the
 //! tanh-Gaussian sample) and `emberlab-loss` (the losses and targets); its fused operations
 //! (`emberlab_kernels`) serve every algorithm built on those modules.
@@ -22,11 +23,11 @@
 //! step on one thread and the actor + temperature step on another. The critic half holds
 //! more of the work (9 of the update's 16 large products against 7); the half that reaches
 //! the gate first helps with the other's large products (`emberlab_kernels::parts`), the
-//! same help every learner's parts get. The noise of both is drawn on the host before either starts, so the parallel schedule computes exactly what
-//! [`UpdateSchedule::Sequential`] computes (bit-identical, tested), and
-//! [`UpdateSchedule::Auto`] (the default) may move between them from one update to the
-//! next, whichever times faster on the machine. Both losses are checked
-//! before any parameter changes: a NaN or infinite loss returns
+//! same help every learner's parts get. The noise of both is drawn on the host before either
+//! starts, so the parallel schedule computes exactly what [`UpdateSchedule::Sequential`]
+//! computes (bit-identical, tested), and [`UpdateSchedule::Auto`] (the default) may move
+//! between them from one update to the next, whichever times faster on the machine. Both
+//! losses are checked before any parameter changes: a NaN or infinite loss returns
 //! [`emberlab_core::Error::Diverged`] and leaves the learner as it was.
 
 mod actor;

@@ -1,10 +1,11 @@
-//! flex's GEMM (the `gemm` crate, called on host buffers by [`emberlab_labs::host_gemm`] as
-//! `emberlab_kernels::matmul` calls it) against the BLAS libraries of PyPI's wheels (`cblas_sgemm` of `mkl` and
-//! `scipy-openblas32`, loaded at run time) at the products of SAC's and TD3's updates: batch
-//! 256 through 256-wide layers (HalfCheetah's 23 inputs on the first), TD3's zoo 400 × 300,
-//! each in the forward layout and the two transposed layouts of the backward pass
-//! (`lhsᵀ · grad` for weights, `grad · rhsᵀ` for inputs). One thread per library call, on
-//! one thread and on two threads at once (each its own products, as an update's two parts
+//! flex's GEMM (the `gemm` crate, called on host buffers by [`emberlab_labs::host_gemm`]
+//! as `emberlab_kernels::matmul` calls it) against the BLAS libraries of PyPI's wheels
+//! (`cblas_sgemm` of `mkl` and `scipy-openblas32`, loaded at run time) at the products of
+//! SAC's and TD3's updates: batch 256 through 256-wide layers (HalfCheetah's 23 inputs on
+//! the first), TD3's zoo 400 × 300, each in the forward layout and the two transposed
+//! layouts of the backward pass (`lhsᵀ · grad` for weights, `grad · rhsᵀ` for inputs). One
+//! thread per library call (`MKL_NUM_THREADS=1`, `OPENBLAS_NUM_THREADS=1`, checked), on one
+//! thread and on two threads at once (each its own products, as an update's two parts
 //! run). Every library's product is checked against flex's before it is timed.
 //!
 //! ```sh
@@ -126,8 +127,9 @@ impl Operands {
                     Layout::RhsT => (TRANS, k),
                     _ => (NO_TRANS, n),
                 };
-                let i = |v: usize| v as i32;
-                // SAFETY: cblas_sgemm's contract, with the leading dimensions of the buffers.
+                let i = |v: usize| i32::try_from(v).expect("a dimension over i32::MAX");
+                // SAFETY: cblas_sgemm's contract (32-bit integers: MKL_INTERFACE_LAYER=LP64,
+                // checked in `main`), with the leading dimensions of the buffers.
                 unsafe {
                     sgemm(
                         ROW_MAJOR,
@@ -152,6 +154,18 @@ impl Operands {
 }
 
 fn main() -> Result<(), String> {
+    // One thread per library call, as an update's parts run, and MKL's 32-bit integers.
+    for (var, want) in [
+        ("MKL_NUM_THREADS", "1"),
+        ("OPENBLAS_NUM_THREADS", "1"),
+        ("MKL_INTERFACE_LAYER", "LP64"),
+    ] {
+        if std::env::var(var).ok().as_deref() != Some(want) {
+            return Err(format!(
+                "{var} must be {want}: export what benches/reference/setup-blas.sh prints"
+            ));
+        }
+    }
     let spec = std::env::var("EMBER_BLAS").map_err(|_| {
         "EMBER_BLAS is not set: run benches/reference/setup-blas.sh and export what it prints"
             .to_string()
