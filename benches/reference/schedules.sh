@@ -6,7 +6,8 @@
 # waits block at once); `auto` picks among them from the run's first updates.
 #
 # Each line: task, setting, env steps per second after the warm-up steps (from the run's
-# metrics.csv; the REDQ example's whole run), and what `auto` chose. Needs a release `ember`
+# metrics.csv; the REDQ example's whole run), and what `auto` chose (with its trials: the
+# first and each re-trial; and the drift that started the last one). Needs a release `ember`
 # built with --features mujoco (scripts/setup-mujoco.sh's environment for the MuJoCo tasks)
 # and the REDQ example (`cargo build --release --example custom_redq`).
 #
@@ -64,7 +65,7 @@ print("%.1f" % (d["env_steps"] / d["wall_secs"]))' "$dir.json")"
         --out "$dir" --quiet --json > "$dir.json" 2>/dev/null
     chosen="$(python3 -c 'import json,sys
 d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
-print("; ".join(k + ": " + v["chosen"] for k, v in d.get("schedules", {}).items()) or "-")' "$dir.json")"
+print("; ".join("%s: %s, trials %d%s" % (k, v["chosen"], v["trials"], ", last drift %.2f" % v["drift"] if v.get("drift") else "") for k, v in d.get("schedules", {}).items()) or "-")' "$dir.json")"
     python3 - "$dir/metrics.csv" "$from" "$steps" "$task" "$setting" "$chosen" <<'PY'
 import csv, sys
 path, a, b, task, setting, chosen = sys.argv[1:]

@@ -230,7 +230,6 @@ pub struct Parts {
     threads: usize,
     name: String,
     helpers: Vec<Helper>,
-    arrivals: Vec<f64>,
     tuner: Option<Tuner>,
 }
 
@@ -247,7 +246,6 @@ impl Parts {
             threads: threads.max(1),
             name: "ember-part".into(),
             helpers: Vec::new(),
-            arrivals: Vec::new(),
             tuner: None,
         }
     }
@@ -301,14 +299,6 @@ impl Parts {
             .map_or(self.threads, |t| t.setting().threads)
     }
 
-    /// Seconds after the first thread reached the gate at which each thread reached it, in
-    /// the last parallel run (thread 0 is the caller); empty before one. A thread that
-    /// arrives late carries more of the work: move work away from it to balance the next
-    /// run.
-    pub fn arrivals(&self) -> &[f64] {
-        &self.arrivals
-    }
-
     /// Computes every part, then commits every part if all succeeded (module docs), and
     /// returns the parts' results in the shape they were given. `what` names the update in
     /// errors.
@@ -345,7 +335,7 @@ impl Parts {
         let done = if threads == 1 {
             let gate = Gate::new(1);
             let group = jobs.into_iter().enumerate().collect();
-            on_thread(what, 0, group, &gate, cap)
+            on_thread(what, group, &gate, cap)
         } else {
             while self.helpers.len() < threads - 1 {
                 let name = format!("{}-{}", self.name, self.helpers.len() + 1);
@@ -356,9 +346,7 @@ impl Parts {
                 groups[i % threads].push((i, p));
             }
             let gate = Gate::new(threads);
-            let done = fork(what, &self.helpers[..threads - 1], groups, &gate, cap)?;
-            self.arrivals = gate.arrivals();
-            done
+            fork(what, &self.helpers[..threads - 1], groups, &gate, cap)?
         };
         // The lowest-numbered part's failure wins; commit panics rank last.
         let Done {
@@ -400,13 +388,12 @@ fn fork(
 ) -> Result<Done> {
     let Some((helper, rest)) = helpers.split_last() else {
         let group = groups.pop().unwrap_or_default();
-        return Ok(on_thread(what, 0, group, gate, cap));
+        return Ok(on_thread(what, group, gate, cap));
     };
     let mine = groups.pop().unwrap_or_default();
-    let thread = helpers.len();
     let (theirs, others) = helper.join(
         what,
-        || on_thread(what, thread, mine, gate, cap),
+        || on_thread(what, mine, gate, cap),
         || fork(what, rest, groups, gate, cap),
     )?;
     let mut all = others?;
@@ -416,15 +403,9 @@ fn fork(
 }
 
 /// One thread's share: computes its parts in order (stopping at its first failure),
-/// arrives at the gate as thread `thread`, and commits its parts in order if every thread
+/// arrives at the gate, and commits its parts in order if every thread
 /// succeeded. Returns its values and failures.
-fn on_thread(
-    what: &str,
-    thread: usize,
-    group: Vec<(usize, Job<'_>)>,
-    gate: &Gate,
-    cap: Option<Spin>,
-) -> Done {
+fn on_thread(what: &str, group: Vec<(usize, Job<'_>)>, gate: &Gate, cap: Option<Spin>) -> Done {
     if let Some(cap) = cap {
         // Kept after the run: a helper's wait for its next job spins (or not) as it did.
         cap_spin(cap);
@@ -444,7 +425,7 @@ fn on_thread(
             break;
         }
     }
-    if gate.arrive(thread, done.failures.is_empty()) {
+    if gate.arrive(done.failures.is_empty()) {
         for (i, commit) in commits {
             match catch_unwind(AssertUnwindSafe(commit)) {
                 Ok(value) => done.values.push((i, value)),
@@ -469,7 +450,6 @@ struct Gate {
 
 struct GateState {
     ok: bool,
-    times: Vec<(usize, Instant)>,
 }
 
 impl Gate {
@@ -477,21 +457,17 @@ impl Gate {
         Gate {
             threads,
             arrived: AtomicUsize::new(0),
-            state: Mutex::new(GateState {
-                ok: true,
-                times: Vec::with_capacity(threads),
-            }),
+            state: Mutex::new(GateState { ok: true }),
             all_arrived: Condvar::new(),
         }
     }
 
-    /// Reports thread `thread`'s success, waits for every thread (taking blocks of their
+    /// Reports this thread's success, waits for every thread (taking blocks of their
     /// shared products meanwhile), and says whether all succeeded.
-    fn arrive(&self, thread: usize, mine: bool) -> bool {
+    fn arrive(&self, mine: bool) -> bool {
         {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             s.ok &= mine;
-            s.times.push((thread, Instant::now()));
             let n = self.arrived.fetch_add(1, Ordering::AcqRel) + 1;
             if n == self.threads {
                 self.all_arrived.notify_all();
@@ -505,19 +481,6 @@ impl Gate {
             s = self.all_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
         }
         s.ok
-    }
-
-    /// Seconds after the first arrival of each thread's arrival, by thread.
-    fn arrivals(&self) -> Vec<f64> {
-        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let first = s.times.iter().map(|(_, t)| *t).min();
-        let mut out = vec![0.0; self.threads];
-        if let Some(first) = first {
-            for (thread, t) in &s.times {
-                out[*thread] = t.duration_since(first).as_secs_f64();
-            }
-        }
-        out
     }
 }
 
@@ -553,7 +516,6 @@ mod tests {
             squares(&mut par, &mut b, &on);
         }
         assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits));
-        assert_eq!(par.arrivals().len(), 3);
         let me = std::thread::current().id();
         let on = on.into_inner().unwrap();
         // The last run's parts: 0 and 3 here, 1 and 4 on one helper, 2 on another.

@@ -13,7 +13,12 @@
 //! | `acting_speed` | `Agent::act` on one observation for SAC, TD3 and DQN |
 //! | `gemm_libraries` | flex's GEMM against MKL and OpenBLAS (PyPI wheels) at the updates' shapes |
 //!
-//! Shared by the programs: [`host_gemm`].
+//! The criterion bench `gemm_paths` (`cargo bench -p emberlab-labs --bench gemm_paths`)
+//! times the same GEMM paths at the same shapes, its group named by the CPU.
+//!
+//! Shared by the programs: [`host_gemm`], [`blas`].
+
+pub mod blas;
 
 /// `dst = a · b` by flex's GEMM library (the `gemm` crate) on one thread, on host buffers:
 /// `a` is `m × k` and `b` is `k × n`, each given as `(values, row stride, column stride)`

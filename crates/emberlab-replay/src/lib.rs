@@ -14,6 +14,8 @@
 //! - [`NStep`] turns one-step transitions into n-step ones across episode boundaries;
 //!   [`EpisodeWriter`] feeds a buffer from a vector env's sub-environments with n-step
 //!   returns and episode-return scores.
+//! - [`FrameStorage`]: image observations stored one frame per slot, gathered as stacks of
+//!   `k` frames with n-step returns (each frame stored once, not `k` times).
 //!
 //! ```
 //! use emberlab_core::{Batch, Transition};
@@ -48,6 +50,7 @@ mod any;
 mod buffer;
 pub mod codec;
 mod episodes;
+mod frames;
 mod huge_pages;
 mod layout;
 mod min_tree;
@@ -67,6 +70,7 @@ pub use any::AnySampler;
 pub use buffer::ReplayBuffer;
 pub use emberlab_core::{Batch, EmberRng, Error, Result, Transition};
 pub use episodes::{DISCOUNT_COLUMN, EpisodeWriter};
+pub use frames::{FrameBatch, FrameChanges, FrameStorage};
 pub use min_tree::MinTree;
 pub use nstep::NStep;
 pub use prioritized::Prioritized;

@@ -532,7 +532,7 @@ fn schedules_json() -> serde_json::Value {
                 .iter()
                 .map(|(s, secs)| (s.to_string(), serde_json::json!(secs * 1e3)))
                 .collect();
-            let v = serde_json::json!({"chosen": t.chosen.to_string(), "ms": tried, "trials": t.trials});
+            let v = serde_json::json!({"chosen": t.chosen.to_string(), "ms": tried, "trials": t.trials, "drift": t.drift});
             (name, v)
         })
         .collect::<serde_json::Map<_, _>>();

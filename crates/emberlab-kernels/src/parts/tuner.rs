@@ -15,7 +15,8 @@
 //!    helper slows the caller's environment steps on a shared core). From the third round
 //!    on, a setting whose median is more than [`PRUNE`] times the best one's drops out, so
 //!    a slow setting costs little of the trial;
-//! 2. it keeps the setting with the least median block time;
+//! 2. it keeps the setting with the least median block time (a re-trial keeps the setting
+//!    in use unless another is faster by more than [`MARGIN`]);
 //! 3. it keeps timing blocks, and tries again when the median of the last [`CHECK_BLOCKS`]
 //!    blocks moves more than [`DRIFT`] away from what the trial measured (another process
 //!    came or went), and every [`PERIOD_BLOCKS`] blocks in any case. A trial that keeps the
@@ -43,6 +44,10 @@ pub const CHECK_BLOCKS: usize = 8;
 pub const DRIFT: f64 = 1.3;
 /// Blocks after which a trial runs again in any case.
 pub const PERIOD_BLOCKS: u64 = 4096;
+/// A re-trial keeps the setting in use unless another's median is faster by more than this
+/// fraction: two settings within noise of each other would otherwise take turns, and each
+/// change restarts the hold-off (more trials, more blocks on slower settings).
+pub const MARGIN: f64 = 0.05;
 
 /// One way to run an update's parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +79,10 @@ pub struct Tuning {
     pub tried: Vec<(Setting, f64)>,
     /// Trials so far (the first, and those after the load changed).
     pub trials: u32,
+    /// What started the last trial: the median of the recent blocks over the one the trial
+    /// before measured (outside `[1/DRIFT, DRIFT]`); `None` for the first trial and for one
+    /// after [`PERIOD_BLOCKS`].
+    pub drift: Option<f64>,
 }
 
 impl fmt::Display for Tuning {
@@ -83,7 +92,11 @@ impl fmt::Display for Tuning {
             let sep = if i == 0 { "" } else { ", " };
             write!(f, "{sep}{s}: {:.3} ms", secs * 1e3)?;
         }
-        write!(f, "; trial {})", self.trials)
+        write!(f, "; trial {}", self.trials)?;
+        if let Some(d) = self.drift {
+            write!(f, ", after blocks ran {d:.2}× the trial's time")?;
+        }
+        write!(f, ")")
     }
 }
 
@@ -116,6 +129,8 @@ pub(crate) struct Tuner {
     in_block: usize,
     block_start: Instant,
     tuning: Option<Tuning>,
+    /// The drift that started the trial under way ([`Tuning::drift`]).
+    cause: Option<f64>,
 }
 
 impl fmt::Debug for Tuner {
@@ -152,6 +167,7 @@ impl Tuner {
             in_block: 0,
             block_start: Instant::now(),
             tuning: None,
+            cause: None,
         }
     }
 
@@ -221,11 +237,24 @@ impl Tuner {
                 if *round < ROUNDS && order.len() > 1 {
                     return None;
                 }
-                // The least median; the earlier setting on a tie.
-                let index = order
+                // The least median; the earlier setting on a tie; the setting in use when
+                // it is within the margin of that.
+                let best = order
                     .iter()
                     .copied()
                     .fold(order[0], |b, i| if medians[i] < medians[b] { i } else { b });
+                let current = self
+                    .tuning
+                    .as_ref()
+                    .and_then(|t| self.candidates.iter().position(|c| *c == t.chosen));
+                let index = match current {
+                    Some(c)
+                        if order.contains(&c) && medians[c] <= medians[best] * (1.0 + MARGIN) =>
+                    {
+                        c
+                    }
+                    _ => best,
+                };
                 let trials = self.tuning.as_ref().map_or(0, |t| t.trials) + 1;
                 self.holdoff = match &self.tuning {
                     Some(t) if t.chosen == self.candidates[index] => {
@@ -239,6 +268,7 @@ impl Tuner {
                         .map(|i| (self.candidates[i], medians[i] / BLOCK_RUNS as f64))
                         .collect(),
                     trials,
+                    drift: self.cause.take(),
                 });
                 self.phase = Phase::Chosen {
                     index,
@@ -259,11 +289,11 @@ impl Tuner {
                     recent.remove(0);
                 }
                 recent.push(secs);
-                let drifted = recent.len() == CHECK_BLOCKS && *blocks >= self.holdoff && {
-                    let ratio = median(recent) / *baseline;
-                    !(1.0 / DRIFT..=DRIFT).contains(&ratio)
-                };
-                if n > 1 && (drifted || *blocks >= PERIOD_BLOCKS) {
+                let drift = (recent.len() == CHECK_BLOCKS && *blocks >= self.holdoff)
+                    .then(|| median(recent) / *baseline)
+                    .filter(|ratio| !(1.0 / DRIFT..=DRIFT).contains(ratio));
+                if n > 1 && (drift.is_some() || *blocks >= PERIOD_BLOCKS) {
+                    self.cause = drift;
                     self.start_trial(now);
                 }
                 None
@@ -319,6 +349,27 @@ mod tests {
         WARMUP_RUNS + n * ROUNDS * BLOCK_RUNS
     }
 
+    /// Drives a tuner of `candidates` (the first winning the first trial) whose runs cost
+    /// `cost(setting, busy)`, `busy` from a run well after the first trial on (the load
+    /// changed), until a second trial has ended; the tuner and the settings used.
+    fn across_a_load_change(
+        candidates: Vec<Setting>,
+        cost: impl Fn(Setting, bool) -> f64,
+    ) -> (Tuner, Vec<Setting>) {
+        let first = candidates[0];
+        let n = candidates.len();
+        let busy = trial_runs(n) + 20 * BLOCK_RUNS;
+        let mut t = Tuner::new(candidates);
+        let runs = busy + (CHECK_BLOCKS + 2) * BLOCK_RUNS + trial_runs(n);
+        let used = drive(&mut t, runs, |s, run| cost(s, run >= busy));
+        assert_eq!(
+            used[busy - 1],
+            first,
+            "the first trial chose the first setting"
+        );
+        (t, used)
+    }
+
     #[test]
     fn it_keeps_the_fastest_setting_and_says_what_it_measured() {
         let cost = |s: Setting, _| match (s.threads, s.spin) {
@@ -338,7 +389,10 @@ mod tests {
         assert!(after.iter().all(|s| *s == QUIET));
         assert!(used[trial_runs(3)..].iter().all(|s| *s == QUIET));
         let tuning = t.tuning().unwrap();
-        assert_eq!((tuning.chosen, tuning.trials), (QUIET, 1));
+        assert_eq!(
+            (tuning.chosen, tuning.trials, tuning.drift),
+            (QUIET, 1, None)
+        );
         let ms: Vec<f64> = tuning
             .tried
             .iter()
@@ -369,24 +423,39 @@ mod tests {
 
     #[test]
     fn a_change_of_load_starts_a_new_trial_that_can_choose_otherwise() {
-        // Parallel wins until another process takes a core at run `busy`; then sequential.
-        let busy = trial_runs(2) + 20 * BLOCK_RUNS;
-        let cost = move |s: Setting, run: usize| match (s.threads, run >= busy) {
+        // Parallel wins until another process takes a core; then sequential.
+        let (t, used) = across_a_load_change(vec![PAR, SEQ], |s, busy| match (s.threads, busy) {
             (2, false) => 0.004,
             (_, false) => 0.006,
             (2, true) => 0.030,
             (_, true) => 0.012,
-        };
-        let mut t = Tuner::new(vec![PAR, SEQ]);
-        let used = drive(
-            &mut t,
-            busy + (CHECK_BLOCKS + 2) * BLOCK_RUNS + trial_runs(2),
-            cost,
-        );
-        assert_eq!(used[busy - 1], PAR);
+        });
         let tuning = t.tuning().unwrap();
         assert_eq!((tuning.chosen, tuning.trials), (SEQ, 2));
+        // Parallel's blocks went from 4 to 30 ms per run: the trial says a drift started it.
+        let drift = tuning.drift.expect("a drift started the second trial");
+        assert!((DRIFT..=7.5).contains(&drift), "{drift}");
+        assert!(tuning.to_string().contains("after blocks ran"), "{tuning}");
         assert_eq!(*used.last().unwrap(), SEQ);
+    }
+
+    #[test]
+    fn a_re_trial_keeps_the_setting_in_use_within_the_margin() {
+        // Parallel wins the first trial; after the load doubles every run's cost, blocking
+        // waits are 2% faster (within MARGIN): the re-trial keeps parallel. Had they been
+        // 20% faster, it would change.
+        for (gain, want) in [(0.98, PAR), (0.80, QUIET)] {
+            let (t, used) =
+                across_a_load_change(vec![PAR, QUIET], |s, busy| match (s.spin, busy) {
+                    (true, false) => 0.004,
+                    (false, false) => 0.0044,
+                    (true, true) => 0.008,
+                    (false, true) => 0.008 * gain,
+                });
+            let tuning = t.tuning().unwrap();
+            assert_eq!((tuning.chosen, tuning.trials), (want, 2), "gain {gain}");
+            assert_eq!(*used.last().unwrap(), want);
+        }
     }
 
     #[test]
