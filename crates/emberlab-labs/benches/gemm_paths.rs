@@ -44,10 +44,10 @@ fn gemm_paths(c: &mut Criterion) {
         let x = Operands::new(dims, layout, 1);
         g.throughput(Throughput::Elements(x.flops() as u64));
         let (m, n, k) = dims;
-        for (name, library) in &libraries.list {
+        for (name, library) in libraries.iter() {
             let mut dst = vec![0.0; x.out_len()];
             g.bench_function(format!("{m}x{n}x{k}_{layout:?}/{name}"), |b| {
-                b.iter(|| x.product(*library, std::hint::black_box(&mut dst)))
+                b.iter(|| x.product(library, std::hint::black_box(&mut dst)))
             });
         }
     }

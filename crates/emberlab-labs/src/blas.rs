@@ -26,13 +26,21 @@ const ROW_MAJOR: i32 = 101;
 const NO_TRANS: i32 = 111;
 const TRANS: i32 = 112;
 
-/// Where a product comes from.
+/// Where a product comes from, valid while the [`Libraries`] it came from lives.
 #[derive(Clone, Copy)]
-pub enum Library {
+pub enum Library<'a> {
     /// flex's GEMM library.
     Flex,
-    /// A BLAS library's `cblas_sgemm`.
-    Blas(Sgemm),
+    /// A loaded BLAS library's `cblas_sgemm`.
+    Blas(Blas<'a>),
+}
+
+/// A `cblas_sgemm` loaded by [`Libraries::from_env`]; only it makes one, and the lifetime
+/// keeps the library loaded while this is used.
+#[derive(Clone, Copy)]
+pub struct Blas<'a> {
+    sgemm: Sgemm,
+    _loaded: std::marker::PhantomData<&'a Libraries>,
 }
 
 /// Which operand is stored transposed (as a training step stores it).
@@ -108,7 +116,7 @@ impl Operands {
     ///
     /// # Panics
     /// If `dst` is not `m · n` long, or a dimension exceeds `i32` for a BLAS library.
-    pub fn product(&self, library: Library, dst: &mut [f32]) {
+    pub fn product(&self, library: Library<'_>, dst: &mut [f32]) {
         let (m, n, k) = (self.m, self.n, self.k);
         assert_eq!(dst.len(), m * n);
         match library {
@@ -124,7 +132,7 @@ impl Operands {
                 };
                 crate::host_gemm((m, n, k), dst, a, b);
             }
-            Library::Blas(sgemm) => {
+            Library::Blas(Blas { sgemm, .. }) => {
                 let (ta, lda) = match self.layout {
                     Layout::LhsT => (TRANS, m),
                     _ => (NO_TRANS, k),
@@ -163,8 +171,8 @@ impl Operands {
 /// flex and the BLAS libraries `EMBER_BLAS` names, loaded (they stay open while this
 /// lives).
 pub struct Libraries {
-    /// `(name, library)`, flex first.
-    pub list: Vec<(String, Library)>,
+    /// `(name, cblas_sgemm)`, flex first (without one).
+    list: Vec<(String, Option<Sgemm>)>,
     _open: Vec<libloading::Library>,
 }
 
@@ -172,9 +180,33 @@ impl Libraries {
     /// flex alone.
     pub fn flex() -> Libraries {
         Libraries {
-            list: vec![("flex".to_string(), Library::Flex)],
+            list: vec![("flex".to_string(), None)],
             _open: Vec::new(),
         }
+    }
+
+    /// How many libraries, flex included.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether there are none (never: flex is always there).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// `(name, library)`, flex first.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Library<'_>)> {
+        self.list.iter().map(|(name, sgemm)| {
+            let library = match sgemm {
+                None => Library::Flex,
+                Some(sgemm) => Library::Blas(Blas {
+                    sgemm: *sgemm,
+                    _loaded: std::marker::PhantomData,
+                }),
+            };
+            (name.as_str(), library)
+        })
     }
 
     /// flex and every library of `EMBER_BLAS` (`name=path:symbol` entries separated by `;`,
@@ -215,7 +247,7 @@ impl Libraries {
                 .map(|f| *f)
                 .map_err(|e| format!("{name}: no {symbol} in {path}: {e}"))?;
             all._open.push(lib);
-            all.list.push((name.to_string(), Library::Blas(sgemm)));
+            all.list.push((name.to_string(), Some(sgemm)));
         }
         Ok(all)
     }
@@ -230,9 +262,9 @@ impl Libraries {
         let mut want = vec![0.0; x.out_len()];
         x.product(Library::Flex, &mut want);
         let scale = want.iter().fold(1.0f32, |a, v| a.max(v.abs()));
-        for (name, library) in &self.list {
+        for (name, library) in self.iter() {
             let mut got = vec![f32::NAN; want.len()];
-            x.product(*library, &mut got);
+            x.product(library, &mut got);
             let err = got
                 .iter()
                 .zip(&want)

@@ -148,14 +148,19 @@ impl FrameStorage {
                 format!("between num_envs · (stack + n + 1) = {least} and 2^32 − 1"),
             ));
         }
-        let size = |what: &str, per: usize| {
+        // Elements of a column of `per` values of `elem` bytes each, if it fits in memory.
+        let size = |what: &str, per: usize, elem: usize| {
             capacity
                 .checked_mul(per)
+                .filter(|n| {
+                    n.checked_mul(elem)
+                        .is_some_and(|b| b <= isize::MAX as usize)
+                })
                 .ok_or_else(|| Error::invalid(what, capacity, "a size in memory"))
         };
         let (bytes, actions) = (
-            size("capacity × frame", frame)?,
-            size("capacity × act_dim", act_dim)?,
+            size("capacity × frame", frame, 1)?,
+            size("capacity × act_dim", act_dim, 4)?,
         );
         Ok(FrameStorage {
             capacity,
@@ -234,8 +239,9 @@ impl FrameStorage {
     ///
     /// # Errors
     /// An `env` out of range or without a waiting frame, an action or frame of the wrong
-    /// size, a non-finite reward, or a waiting frame already overwritten (the capacity is too
-    /// small for how unevenly the environments step).
+    /// size, a non-finite action or reward, or a waiting frame that is the oldest stored (the
+    /// capacity is too small for how unevenly the environments step: the episode is dropped,
+    /// and `env` may [`FrameStorage::begin`] a new one).
     #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
@@ -251,9 +257,8 @@ impl FrameStorage {
         self.check_env(env)?;
         Error::check_len("action", self.act_dim, action.len())?;
         Error::check_len("next_frame", self.frame, next_frame.len())?;
-        if !reward.is_finite() {
-            return Err(Error::invalid("reward", reward, "a finite number"));
-        }
+        Error::check_finite_rows("action", action, action.len())?;
+        Error::check_finite(|| "reward".into(), reward as f64)?;
         let Some(seq) = self.pending[env] else {
             return Err(Error::invalid(
                 "push",
@@ -262,8 +267,10 @@ impl FrameStorage {
             ));
         };
         let slot = (seq % self.capacity as u64) as usize;
-        // The next frame's write must not evict the waiting one.
+        // The next frame's write must not evict the waiting one. If it would, the episode
+        // is lost: the environment is free to begin a new one.
         if self.written - seq >= self.capacity as u64 {
+            self.pending[env] = None;
             return Err(Error::invalid(
                 "push",
                 format!("env {env}, whose waiting frame (slot {slot}) is the oldest stored"),
@@ -322,14 +329,14 @@ impl FrameStorage {
             v.clear();
         }
         out.indices.clear();
+        if let Some(&s) = slots.iter().find(|&&s| !self.is_drawable(s)) {
+            return Err(Error::invalid(
+                "slot",
+                s,
+                "a drawable slot (its n-step window complete, its stack intact)",
+            ));
+        }
         for (i, &s) in slots.iter().enumerate() {
-            if !self.is_drawable(s) {
-                return Err(Error::invalid(
-                    "slot",
-                    s,
-                    "a drawable slot (its n-step window complete, its stack intact)",
-                ));
-            }
             self.stack_into(s, &mut out.obs[i * row..(i + 1) * row]);
             let (mut ret, mut disc, mut last) = (0.0f64, 1.0f64, s);
             let mut end = s;
@@ -530,8 +537,10 @@ mod tests {
     /// Steps `envs` environments in shuffled rounds with random episode ends into a small
     /// ring, and after every round checks the storage against the reference: the same
     /// drawable slots (as its change lists say and as it counts them), every one gathered
-    /// equal to the reference's row, and each ready score the row's return.
-    fn against_reference(n: usize, k: usize, envs: usize, capacity: usize, seed: u64) {
+    /// equal to the reference's row, and each ready score the row's return. Returns how
+    /// many rows completed their window after a frame of their stack was overwritten (the
+    /// storage must refuse those).
+    fn against_reference(n: usize, k: usize, envs: usize, capacity: usize, seed: u64) -> usize {
         let mut rng = EmberRng::seed_from(seed);
         let mut s = FrameStorage::new(capacity, FRAME, k, 1, envs, n, GAMMA).unwrap();
         let mut changes = FrameChanges::default();
@@ -549,6 +558,7 @@ mod tests {
             .collect();
         let mut batch = FrameBatch::default();
         let mut order: Vec<usize> = (0..envs).collect();
+        let mut late = 0;
         for _round in 0..400 {
             for i in (1..envs).rev() {
                 order.swap(i, rng.below(i as u64 + 1) as usize);
@@ -594,9 +604,13 @@ mod tests {
                         truncated: trunc,
                     };
                     let steps = &mut env.steps;
+                    let (written, late) = (s.written, &mut late);
                     env.nstep
                         .push(&t, |t, discount| {
                             let (slot, oldest) = steps.pop_front().unwrap();
+                            if written - oldest > capacity as u64 {
+                                *late += 1;
+                            }
                             let row = Row {
                                 obs: as_u8(t.obs),
                                 action: t.action[0],
@@ -625,6 +639,11 @@ mod tests {
                 }
                 for (r, score) in &changes.ready {
                     assert!(model.insert(*r), "slot {r} ready twice");
+                    let oldest = expected[r].0;
+                    assert!(
+                        s.written - oldest <= capacity as u64,
+                        "slot {r} lost a frame"
+                    );
                     assert_eq!(*score as f32, expected[r].1.reward, "score of slot {r}");
                 }
             }
@@ -655,18 +674,22 @@ mod tests {
             s.written > 3 * capacity as u64,
             "the ring wrapped several times"
         );
+        late
     }
 
     #[test]
     fn rows_equal_a_reference_storing_full_stacks() {
+        let mut late = 0;
         for (n, k) in [(1, 1), (1, 4), (3, 1), (3, 4)] {
             for envs in [1, 3] {
                 let least = envs * (k + n + 1);
                 for (capacity, seed) in [(least, 1), (least + 7, 2), (4 * least + 3, 3)] {
-                    against_reference(n, k, envs, capacity, seed);
+                    late += against_reference(n, k, envs, capacity, seed);
                 }
             }
         }
+        // Idle environments made some windows complete after their stacks lost a frame.
+        assert!(late > 0, "the late-window case was never reached");
     }
 
     #[test]
@@ -697,6 +720,10 @@ mod tests {
         }
         let late = s.push(0, &[0.0], 0.0, false, false, &[1, 1], &mut c);
         assert!(err(late).contains("capacity"));
+        // Its episode is dropped; it may start another.
+        s.begin(0, &[3, 3], &mut c).unwrap();
+        let nan_action = s.push(0, &[f32::NAN], 0.0, false, false, &[1, 1], &mut c);
+        assert!(err(nan_action).contains("action"));
         let mut batch = FrameBatch::default();
         assert!(
             s.gather(&[0], &mut batch)

@@ -80,8 +80,8 @@ pub struct Tuning {
     /// Trials so far (the first, and those after the load changed).
     pub trials: u32,
     /// What started the last trial: the median of the recent blocks over the one the trial
-    /// before measured (outside `[1/DRIFT, DRIFT]`); `None` for the first trial and for one
-    /// after [`PERIOD_BLOCKS`].
+    /// before measured (outside `[1/DRIFT, DRIFT]`); `None` for the first trial, and for one
+    /// after [`PERIOD_BLOCKS`] unless a drift held at the same time.
     pub drift: Option<f64>,
 }
 

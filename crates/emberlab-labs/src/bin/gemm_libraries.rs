@@ -40,15 +40,15 @@ fn main() -> Result<(), String> {
         libraries.check(dims, layout)?;
         for threads in [1, 2] {
             // Per library, the mean rate per thread of each round.
-            let mut measured = vec![Vec::new(); libraries.list.len()];
+            let mut measured = vec![Vec::new(); libraries.len()];
             for _ in 0..ROUNDS {
-                for ((_, library), rounds) in libraries.list.iter().zip(&mut measured) {
-                    let rates = rates(dims, layout, *library, threads);
+                for ((_, library), rounds) in libraries.iter().zip(&mut measured) {
+                    let rates = rates(dims, layout, library, threads);
                     rounds.push(rates.iter().sum::<f64>() / rates.len() as f64 / 1e9);
                 }
             }
             let (m, n, k) = dims;
-            for ((name, _), mut rounds) in libraries.list.iter().zip(measured) {
+            for ((name, _), mut rounds) in libraries.iter().zip(measured) {
                 rounds.sort_by(f64::total_cmp);
                 println!(
                     "gemm_libraries {m}x{n}x{k} layout={layout:?} threads={threads} library={name} GFLOP/s per thread: median {:.1} ({:.1}-{:.1})",
@@ -67,7 +67,7 @@ fn main() -> Result<(), String> {
 fn rates(
     dims: (usize, usize, usize),
     layout: Layout,
-    library: Library,
+    library: Library<'_>,
     threads: usize,
 ) -> Vec<f64> {
     let start = Barrier::new(threads);
@@ -89,7 +89,7 @@ fn rates(
 fn one_thread(
     dims: (usize, usize, usize),
     layout: Layout,
-    library: Library,
+    library: Library<'_>,
     seed: u64,
     start: &Barrier,
 ) -> f64 {
