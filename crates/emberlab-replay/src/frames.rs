@@ -32,8 +32,6 @@
 
 use emberlab_core::{Error, Result};
 
-/// The step from this slot's frame is recorded (action, reward, flags).
-const STEPPED: u8 = 1;
 /// The step ended the episode by termination.
 const TERMINATED: u8 = 2;
 /// The step ended the episode by truncation.
@@ -81,6 +79,18 @@ pub struct FrameBatch {
     pub discount: Vec<f32>,
     /// `[len]` the slots the rows came from.
     pub indices: Vec<usize>,
+}
+
+/// An n-step window ([`FrameStorage::window`]).
+struct Window {
+    /// `Σ γ^i r_i` over its steps.
+    ret: f64,
+    /// `γ^m` for its `m` steps.
+    disc: f64,
+    /// Its last step's slot.
+    last: usize,
+    /// The slot of the frame after its last step (the next observation's newest frame).
+    end: usize,
 }
 
 /// Frames stored once, linked per environment into stacks and n-step windows (module
@@ -283,7 +293,7 @@ impl FrameStorage {
         let a = self.act_dim;
         self.action[slot * a..(slot + 1) * a].copy_from_slice(action);
         self.reward[slot] = reward;
-        let mut flags = STEPPED;
+        let mut flags = 0;
         if terminated {
             flags |= TERMINATED;
         }
@@ -338,19 +348,14 @@ impl FrameStorage {
         }
         for (i, &s) in slots.iter().enumerate() {
             self.stack_into(s, &mut out.obs[i * row..(i + 1) * row]);
-            let (mut ret, mut disc, mut last) = (0.0f64, 1.0f64, s);
-            let mut end = s;
-            for _ in 0..self.n {
-                ret += disc * self.reward[end] as f64;
-                disc *= self.gamma;
-                last = end;
-                end = self.forward(end).ok_or_else(|| {
-                    Error::invalid("slot", s, "a window of linked slots (storage corrupted)")
-                })?;
-                if self.flags[last] & (TERMINATED | TRUNCATED) != 0 {
-                    break;
-                }
-            }
+            let Window {
+                ret,
+                disc,
+                last,
+                end,
+            } = self.window(s).ok_or_else(|| {
+                Error::invalid("slot", s, "a window of linked slots (storage corrupted)")
+            })?;
             self.stack_into(end, &mut out.next_obs[i * row..(i + 1) * row]);
             let a = self.act_dim;
             out.action
@@ -440,21 +445,35 @@ impl FrameStorage {
         if self.flags[slot] & DRAWABLE != 0 || !self.intact(slot) {
             return;
         }
+        // A complete window's steps are linked to the frames after them.
+        let Some(window) = self.window(slot) else {
+            return;
+        };
         self.flags[slot] |= DRAWABLE;
         self.drawable += 1;
-        let (mut ret, mut disc, mut s) = (0.0f64, 1.0f64, slot);
+        changes.ready.push((slot, window.ret));
+    }
+
+    /// The n-step window starting at `slot` (complete: its steps recorded): up to `n` steps
+    /// along the episode's links, cut at its end as [`crate::NStep`] cuts it. `None` where
+    /// a step has no link to the frame after it (never, for a window `push` completed).
+    fn window(&self, slot: usize) -> Option<Window> {
+        let (mut ret, mut disc, mut last, mut end) = (0.0f64, 1.0f64, slot, slot);
         for _ in 0..self.n {
-            ret += disc * self.reward[s] as f64;
+            ret += disc * self.reward[end] as f64;
             disc *= self.gamma;
-            if self.flags[s] & (TERMINATED | TRUNCATED) != 0 {
+            last = end;
+            end = self.forward(end)?;
+            if self.flags[last] & (TERMINATED | TRUNCATED) != 0 {
                 break;
             }
-            match self.forward(s) {
-                Some(t) if self.flags[t] & STEPPED != 0 => s = t,
-                _ => break,
-            }
         }
-        changes.ready.push((slot, ret));
+        Some(Window {
+            ret,
+            disc,
+            last,
+            end,
+        })
     }
 
     fn link(&mut self, from: usize, to: usize) {
