@@ -94,6 +94,10 @@ impl Sampler for AnySampler {
         each!(self, s => s.on_push(slot, score))
     }
 
+    fn remove(&mut self, slot: usize) -> Result<()> {
+        each!(self, s => Sampler::remove(s, slot))
+    }
+
     fn sample(
         &mut self,
         len: usize,

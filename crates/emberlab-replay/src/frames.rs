@@ -79,6 +79,9 @@ pub struct FrameBatch {
     pub discount: Vec<f32>,
     /// `[len]` the slots the rows came from.
     pub indices: Vec<usize>,
+    /// `[len]` importance weights: 1.0 from [`FrameStorage::gather`], the sampler's from
+    /// [`crate::FrameReplay::sample`].
+    pub weights: Vec<f32>,
 }
 
 /// An n-step window ([`FrameStorage::window`]).
@@ -216,6 +219,17 @@ impl FrameStorage {
         self.flags.get(slot).is_some_and(|f| f & DRAWABLE != 0)
     }
 
+    /// How many frames were written before `slot`'s (its write number), if it holds one:
+    /// tells a slot's frame from a later one written over it.
+    pub fn write_number(&self, slot: usize) -> Option<u64> {
+        (slot < self.len()).then(|| self.written - 1 - self.age(slot) as u64)
+    }
+
+    /// Number of environments.
+    pub fn num_envs(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Bytes of one stacked observation (`stack · frame`).
     pub fn obs_len(&self) -> usize {
         self.stack * self.frame
@@ -339,6 +353,7 @@ impl FrameStorage {
             v.clear();
         }
         out.indices.clear();
+        out.weights.clear();
         if let Some(&s) = slots.iter().find(|&&s| !self.is_drawable(s)) {
             return Err(Error::invalid(
                 "slot",
@@ -368,6 +383,8 @@ impl FrameStorage {
             out.discount.push(disc as f32);
             out.indices.push(s);
         }
+        out.weights.clear();
+        out.weights.resize(slots.len(), 1.0);
         out.len = slots.len();
         Ok(())
     }

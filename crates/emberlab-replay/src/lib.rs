@@ -15,7 +15,9 @@
 //!   [`EpisodeWriter`] feeds a buffer from a vector env's sub-environments with n-step
 //!   returns and episode-return scores.
 //! - [`FrameStorage`]: image observations stored one frame per slot, gathered as stacks of
-//!   `k` frames with n-step returns (each frame stored once, not `k` times).
+//!   `k` frames with n-step returns (each frame stored once, not `k` times);
+//!   [`FrameReplay`] couples it with any sampler, which then draws only complete, intact
+//!   rows ([`Sampler::remove`] leaves the others out).
 //!
 //! ```
 //! use emberlab_core::{Batch, Transition};
@@ -50,6 +52,7 @@ mod any;
 mod buffer;
 pub mod codec;
 mod episodes;
+mod frame_replay;
 mod frames;
 mod huge_pages;
 mod layout;
@@ -70,6 +73,7 @@ pub use any::AnySampler;
 pub use buffer::ReplayBuffer;
 pub use emberlab_core::{Batch, EmberRng, Error, Result, Transition};
 pub use episodes::{DISCOUNT_COLUMN, EpisodeWriter};
+pub use frame_replay::FrameReplay;
 pub use frames::{FrameBatch, FrameChanges, FrameStorage};
 pub use min_tree::MinTree;
 pub use nstep::NStep;

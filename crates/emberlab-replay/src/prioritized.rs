@@ -92,6 +92,17 @@ impl Prioritized {
             .flatten()
     }
 
+    fn check_slot(&self, slot: usize) -> Result<()> {
+        if slot >= self.sum.capacity() {
+            return Err(Error::invalid(
+                "slot",
+                slot,
+                format!("< capacity {}", self.sum.capacity()),
+            ));
+        }
+        Ok(())
+    }
+
     /// Sets the priorities (e.g. `|TD error|`) of the given slots, which must hold
     /// transitions. Every priority must be finite and `>= 0`; on error nothing changes.
     pub fn update_priorities(&mut self, slots: &[usize], priorities: &[f32]) -> Result<()> {
@@ -133,6 +144,15 @@ impl Prioritized {
 impl Sampler for Prioritized {
     const KIND: &'static str = "prioritized";
 
+    /// Empties `slot`'s leaf: it weighs nothing and no longer counts towards the minimum
+    /// that normalises the importance weights.
+    fn remove(&mut self, slot: usize) -> Result<()> {
+        self.check_slot(slot)?;
+        self.sum.clear(slot);
+        self.min.set(slot, f64::INFINITY);
+        Ok(())
+    }
+
     fn uses_priorities(&self) -> bool {
         true
     }
@@ -155,13 +175,7 @@ impl Sampler for Prioritized {
     }
 
     fn on_push(&mut self, slot: usize, _score: f64) -> Result<()> {
-        if slot >= self.capacity() {
-            return Err(Error::invalid(
-                "slot",
-                slot,
-                format!("< capacity {}", self.capacity()),
-            ));
-        }
+        self.check_slot(slot)?;
         let p = self.max_priority.powf(self.alpha);
         self.sum.set(slot, p);
         self.min.set(slot, p);

@@ -218,6 +218,10 @@ impl Sampler for ReturnWeighted {
         true
     }
 
+    fn remove(&mut self, slot: usize) -> Result<()> {
+        ReturnWeighted::remove(self, slot)
+    }
+
     fn set_score(&mut self, slot: usize, score: f64) -> Result<()> {
         ReturnWeighted::set_score(self, slot, score)
     }

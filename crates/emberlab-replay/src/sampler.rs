@@ -1,12 +1,15 @@
 //! The trait through which a [`crate::ReplayBuffer`] drives its sampling strategy.
 
 use crate::codec::{Decoder, Encoder};
-use emberlab_core::{EmberRng, Result};
+use emberlab_core::{EmberRng, Error, Result};
 
 /// A sampling strategy over the occupied slots `0..len` of a ring storage.
 ///
 /// The buffer calls [`Sampler::on_push`] for every stored transition (including the one
-/// that overwrites an evicted slot) and [`Sampler::sample`] to draw a batch.
+/// that overwrites an evicted slot) and [`Sampler::sample`] to draw a batch. Frame replay
+/// ([`crate::FrameReplay`]) also calls [`Sampler::remove`]: there a stored slot may not be
+/// drawable (an episode's final frame, a window not yet complete, a stack that lost a
+/// frame), and the sampler draws only slots pushed and not removed since.
 pub trait Sampler: Send + Sized {
     /// Tag identifying the sampler in saved files.
     const KIND: &'static str;
@@ -17,6 +20,21 @@ pub trait Sampler: Send + Sized {
     /// Slot `slot` now holds a new transition; `score` is its return (or its reward when
     /// the caller gave none). Samplers that ignore scores ignore it.
     fn on_push(&mut self, slot: usize, score: f64) -> Result<()>;
+
+    /// Slot `slot` may no longer be drawn, until its next [`Sampler::on_push`]. A
+    /// [`crate::ReplayBuffer`] never calls it; [`crate::FrameReplay`] does. Removing a slot
+    /// that holds nothing changes nothing. Default: an [`Error::Unavailable`] naming the
+    /// sampler (a sampler of one's own needs this method to serve frame replay).
+    ///
+    /// # Errors
+    /// A slot out of range, or a sampler that cannot leave slots out.
+    fn remove(&mut self, slot: usize) -> Result<()> {
+        let _ = slot;
+        Err(Error::Unavailable {
+            what: format!("leaving slots out of a `{}` sampler", Self::KIND),
+            hint: "implement Sampler::remove for it to serve frame replay".into(),
+        })
+    }
 
     /// Draws `k` slots out of `0..len` into `indices` and their importance weights into
     /// `weights` (all `1.0` for unweighted samplers). Both vectors are cleared first.

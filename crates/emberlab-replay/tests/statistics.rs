@@ -249,3 +249,105 @@ fn uniform_matches_exact_probabilities() {
         &probs,
     );
 }
+
+/// Uniform sampling with slots left out (frame replay's undrawable slots), on both of its
+/// paths: rejection (few left out) and the list of drawable slots (most left out). With
+/// replacement a uniform multinomial over the drawable slots, without uniform ordered
+/// triples of them.
+#[test]
+fn uniform_with_removed_slots_matches_exact_probabilities() {
+    let mut rng = EmberRng::seed_from(10);
+    let (mut idx, mut w) = (Vec::new(), Vec::new());
+    let len = 17;
+    // 2 of 17 left out (rejection: 4 · (15 − 3) >= 17), then 13 (the list: 4 · 4 < 17).
+    for removed in [
+        vec![4usize, 9],
+        vec![0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 16],
+    ] {
+        let drawable: Vec<usize> = (0..len).filter(|s| !removed.contains(s)).collect();
+        let position = |s: usize| drawable.iter().position(|&d| d == s).expect("drawable");
+        let mut with = Uniform::new(20, true);
+        let mut without = Uniform::new(20, false);
+        for s in &removed {
+            with.remove(*s).unwrap();
+            without.remove(*s).unwrap();
+        }
+        let mut counts = vec![0u64; drawable.len()];
+        for _ in 0..20_000 {
+            with.sample(len, 3, &mut rng, &mut idx, &mut w).unwrap();
+            for &i in &idx {
+                counts[position(i)] += 1;
+            }
+        }
+        let n = drawable.len() as f64;
+        assert_fits(
+            &format!("uniform with replacement, {} left out", removed.len()),
+            &counts,
+            &vec![1.0 / n; drawable.len()],
+        );
+        let tuples = ordered_tuples(drawable.len(), 3);
+        let mut counts = vec![0u64; tuples.len()];
+        for _ in 0..30 * tuples.len() {
+            without.sample(len, 3, &mut rng, &mut idx, &mut w).unwrap();
+            let seq: Vec<usize> = idx.iter().map(|&i| position(i)).collect();
+            counts[tuple_index(&tuples, &seq)] += 1;
+        }
+        assert_fits(
+            &format!("uniform ordered triples, {} left out", removed.len()),
+            &counts,
+            &vec![1.0 / tuples.len() as f64; tuples.len()],
+        );
+    }
+}
+
+/// Prioritized sampling with slots left out: the others drawn in proportion to `p^α`, and
+/// the importance weights normalised by the smallest of theirs (the removed slot held the
+/// smallest priority).
+#[test]
+fn prioritized_with_removed_slots_matches_exact_probabilities() {
+    let (n, alpha, beta) = (6, 0.7, 0.5);
+    let mut p = Prioritized::new(n, alpha, beta).unwrap();
+    for i in 0..n {
+        p.on_push(i, 0.0).unwrap();
+    }
+    let prios: Vec<f32> = vec![0.05, 1.0, 2.0, 0.5, 4.0, 3.0];
+    p.update_priorities(&(0..n).collect::<Vec<_>>(), &prios)
+        .unwrap();
+    for s in [0, 4] {
+        p.remove(s).unwrap();
+    }
+    let pa: Vec<f64> = prios
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            if i == 0 || i == 4 {
+                0.0
+            } else {
+                (x as f64 + 1e-6).powf(alpha)
+            }
+        })
+        .collect();
+    let total: f64 = pa.iter().sum();
+    let probs: Vec<f64> = pa.iter().map(|x| x / total).collect();
+    let min = pa
+        .iter()
+        .copied()
+        .filter(|&x| x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let mut rng = EmberRng::seed_from(22);
+    let (mut idx, mut w) = (Vec::new(), Vec::new());
+    let mut counts = vec![0u64; n];
+    for _ in 0..60_000 {
+        p.sample(n, 1, &mut rng, &mut idx, &mut w).unwrap();
+        counts[idx[0]] += 1;
+        let expect = (pa[idx[0]] / min).powf(-beta) as f32;
+        assert!((w[0] - expect).abs() <= 1e-6 * expect.max(1.0));
+    }
+    assert_eq!(counts[0] + counts[4], 0, "a removed slot was drawn");
+    let kept: Vec<usize> = (0..n).filter(|&i| i != 0 && i != 4).collect();
+    assert_fits(
+        "prioritized with removed slots",
+        &kept.iter().map(|&i| counts[i]).collect::<Vec<_>>(),
+        &kept.iter().map(|&i| probs[i]).collect::<Vec<_>>(),
+    );
+}

@@ -1,0 +1,247 @@
+//! [`FrameReplay`]: a [`FrameStorage`] and a [`Sampler`] kept in step, with the sampler's
+//! seeded generator — the frame counterpart of [`crate::ReplayBuffer`].
+//!
+//! After every [`FrameReplay::begin`] and [`FrameReplay::push`] the sampler is told what
+//! changed: each newly stored slot is left out ([`Sampler::remove`]) until its n-step
+//! window completes, slots that stopped being drawable are left out, and slots that became
+//! drawable are pushed ([`Sampler::on_push`]). So every sampler of the crate draws exactly
+//! the storage's drawable slots.
+//!
+//! **Scores of return-weighted replay** follow [`crate::EpisodeWriter`]'s rule: a slot is
+//! scored by its episode's undiscounted return so far when it becomes drawable, and every
+//! slot of the episode still drawable gets the episode's final return when it ends.
+//!
+//! ```
+//! use emberlab_replay::{FrameBatch, FrameReplay, FrameStorage, Uniform};
+//!
+//! // 2×2 gray frames, stacks of 4, actions of 1 value, 2 environments, 3-step returns.
+//! let storage = FrameStorage::new(64, 4, 4, 1, 2, 3, 0.99)?;
+//! let mut replay = FrameReplay::new(storage, Uniform::new(64, true), 7)?;
+//! for env in 0..2 {
+//!     replay.begin(env, &[0; 4])?;
+//! }
+//! for t in 1..=10u8 {
+//!     for env in 0..2 {
+//!         replay.push(env, &[0.5], 1.0, false, t == 10, &[t; 4])?;
+//!     }
+//! }
+//! let mut batch = FrameBatch::default();
+//! replay.sample(8, &mut batch)?;
+//! assert_eq!(batch.len, 8);
+//! assert_eq!(batch.obs.len(), 8 * 16); // stacks of 4 frames of 4 bytes
+//! # Ok::<(), emberlab_core::Error>(())
+//! ```
+
+use crate::frames::{FrameBatch, FrameChanges, FrameStorage};
+use crate::sampler::Sampler;
+use emberlab_core::{EmberRng, Error, Result};
+
+/// Frame storage plus a sampler plus its generator (module docs).
+#[derive(Clone, Debug)]
+pub struct FrameReplay<S> {
+    storage: FrameStorage,
+    sampler: S,
+    rng: EmberRng,
+    changes: FrameChanges,
+    /// The sampler's draw and weights, reused between calls.
+    slots: Vec<usize>,
+    weights: Vec<f32>,
+    /// Per environment, when the sampler uses scores: the running episode's return and its
+    /// drawable slots with their write numbers.
+    episodes: Vec<Episode>,
+    /// Scratch for [`FrameReplay::update_priorities`].
+    kept: (Vec<usize>, Vec<f32>),
+}
+
+#[derive(Clone, Debug, Default)]
+struct Episode {
+    ret: f64,
+    slots: Vec<(usize, u64)>,
+}
+
+impl<S: Sampler> FrameReplay<S> {
+    /// Couples `storage` and `sampler` (same capacity; the sampler holding nothing yet) with
+    /// a generator seeded by `seed`.
+    ///
+    /// # Errors
+    /// Capacities that differ.
+    pub fn new(storage: FrameStorage, sampler: S, seed: u64) -> Result<Self> {
+        if storage.capacity() != sampler.capacity() {
+            return Err(Error::invalid(
+                "sampler capacity",
+                sampler.capacity(),
+                format!("the frame storage's capacity {}", storage.capacity()),
+            ));
+        }
+        let episodes = if sampler.uses_scores() {
+            vec![Episode::default(); storage.num_envs()]
+        } else {
+            Vec::new()
+        };
+        Ok(FrameReplay {
+            storage,
+            sampler,
+            rng: EmberRng::seed_from(seed),
+            changes: FrameChanges::default(),
+            slots: Vec::new(),
+            weights: Vec::new(),
+            episodes,
+            kept: (Vec::new(), Vec::new()),
+        })
+    }
+
+    /// Starts an episode of environment `env` with its first frame (see
+    /// [`FrameStorage::begin`]). Returns the slot written.
+    ///
+    /// # Errors
+    /// As [`FrameStorage::begin`]; nothing changes then.
+    pub fn begin(&mut self, env: usize, frame: &[u8]) -> Result<usize> {
+        let before = self.storage.len();
+        let slot = self.storage.begin(env, frame, &mut self.changes)?;
+        if let Some(e) = self.episodes.get_mut(env) {
+            e.ret = 0.0;
+            e.slots.clear();
+        }
+        self.follow(before, env, 0.0, false)?;
+        Ok(slot)
+    }
+
+    /// Records environment `env`'s step (see [`FrameStorage::push`]). Returns the slot the
+    /// step was recorded in.
+    ///
+    /// # Errors
+    /// As [`FrameStorage::push`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        env: usize,
+        action: &[f32],
+        reward: f32,
+        terminated: bool,
+        truncated: bool,
+        next_frame: &[u8],
+    ) -> Result<usize> {
+        let before = self.storage.len();
+        let slot = self.storage.push(
+            env,
+            action,
+            reward,
+            terminated,
+            truncated,
+            next_frame,
+            &mut self.changes,
+        )?;
+        self.follow(before, env, reward as f64, terminated || truncated)?;
+        Ok(slot)
+    }
+
+    /// Hands the sampler what the last storage call changed (module docs): slots stored
+    /// from `before` on are left out, then those that stopped being drawable, then those
+    /// that became drawable (all `env`'s, whose step earned `reward`) are pushed.
+    fn follow(&mut self, before: usize, env: usize, reward: f64, ended: bool) -> Result<()> {
+        for slot in before..self.storage.len() {
+            self.sampler.remove(slot)?;
+        }
+        for &slot in &self.changes.removed {
+            self.sampler.remove(slot)?;
+        }
+        let Some(episode) = self.episodes.get_mut(env) else {
+            for &(slot, ret) in &self.changes.ready {
+                self.sampler.on_push(slot, ret)?;
+            }
+            return Ok(());
+        };
+        episode.ret += reward;
+        for &(slot, _) in &self.changes.ready {
+            self.sampler.on_push(slot, episode.ret)?;
+            let number = self
+                .storage
+                .write_number(slot)
+                .expect("a ready slot is stored");
+            episode.slots.push((slot, number));
+        }
+        if ended {
+            for (slot, number) in episode.slots.drain(..) {
+                if self.storage.is_drawable(slot) && self.storage.write_number(slot) == Some(number)
+                {
+                    self.sampler.set_score(slot, episode.ret)?;
+                }
+            }
+            episode.ret = 0.0;
+        }
+        Ok(())
+    }
+
+    /// Draws `k` rows into `batch` (slots in `batch.indices`, importance weights in
+    /// `batch.weights`), reusing its allocations.
+    ///
+    /// # Errors
+    /// The sampler's (too few drawable slots, every weight zero); `batch` is left empty.
+    pub fn sample(&mut self, k: usize, batch: &mut FrameBatch) -> Result<()> {
+        let r = self
+            .sampler
+            .sample(
+                self.storage.len(),
+                k,
+                &mut self.rng,
+                &mut self.slots,
+                &mut self.weights,
+            )
+            .and_then(|_| self.storage.gather(&self.slots, batch));
+        match r {
+            Ok(()) => {
+                batch.weights.clear();
+                batch.weights.extend_from_slice(&self.weights);
+                Ok(())
+            }
+            Err(e) => {
+                batch.len = 0;
+                batch.indices.clear();
+                batch.weights.clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// Hands the sampler new priorities (e.g. `|TD error|`) for slots of a batch. Slots that
+    /// stopped being drawable since the batch was drawn are skipped (their frames are gone).
+    ///
+    /// # Errors
+    /// A length mismatch, or a priority the sampler refuses; on error nothing changes.
+    pub fn update_priorities(&mut self, slots: &[usize], priorities: &[f32]) -> Result<()> {
+        Error::check_len("priorities", slots.len(), priorities.len())?;
+        let (kept_slots, kept) = &mut self.kept;
+        kept_slots.clear();
+        kept.clear();
+        for (&s, &p) in slots.iter().zip(priorities) {
+            if self.storage.is_drawable(s) {
+                kept_slots.push(s);
+                kept.push(p);
+            }
+        }
+        self.sampler.update_priorities(kept_slots, kept)
+    }
+
+    /// Tells the sampler how far training has come (see [`Sampler::anneal`]).
+    ///
+    /// # Errors
+    /// A `progress` outside `[0, 1]`.
+    pub fn anneal(&mut self, progress: f64) -> Result<()> {
+        self.sampler.anneal(progress)
+    }
+
+    /// The frames.
+    pub fn storage(&self) -> &FrameStorage {
+        &self.storage
+    }
+
+    /// The sampler (read only: changing what it holds would part it from the storage).
+    pub fn sampler(&self) -> &S {
+        &self.sampler
+    }
+
+    /// Slots that may be drawn now.
+    pub fn drawable(&self) -> usize {
+        self.storage.drawable()
+    }
+}

@@ -1,0 +1,271 @@
+//! `FrameReplay` keeps every sampler in step with its frame storage: the sampler draws
+//! exactly the drawable slots, return-weighted scores follow the episode rule, priorities
+//! of slots gone since the draw are skipped, and a seed gives the same batches.
+
+use emberlab_core::EmberRng;
+use emberlab_replay::{
+    AnySampler, FrameBatch, FrameReplay, FrameStorage, Prioritized, ReturnWeighted, Sampler,
+    Uniform,
+};
+use std::collections::{BTreeSet, HashMap};
+
+const FRAME: usize = 2;
+const STACK: usize = 4;
+const N: usize = 3;
+const ENVS: usize = 3;
+
+fn samplers(capacity: usize) -> Vec<AnySampler> {
+    vec![
+        Uniform::new(capacity, false).into(),
+        Uniform::new(capacity, true).into(),
+        Prioritized::new(capacity, 0.6, 0.4).unwrap().into(),
+        ReturnWeighted::new(capacity).into(),
+    ]
+}
+
+/// The slots the sampler would draw from, read through its own interface.
+fn sampler_set(replay: &mut FrameReplay<AnySampler>, rng: &mut EmberRng) -> BTreeSet<usize> {
+    let capacity = replay.storage().capacity();
+    match replay.sampler() {
+        AnySampler::Prioritized(p) => (0..capacity).filter(|&s| p.stored(s).is_some()).collect(),
+        AnySampler::ReturnWeighted(r) => (0..capacity).filter(|&s| r.score(s).is_some()).collect(),
+        AnySampler::Uniform(u) => {
+            // Without replacement, a draw of every drawable slot names each once, and one
+            // more is refused.
+            let mut u = u.clone();
+            let (mut idx, mut w) = (Vec::new(), Vec::new());
+            let len = replay.storage().len();
+            let all = replay.drawable();
+            if u.replacement() {
+                let mut seen = BTreeSet::new();
+                for _ in 0..50 {
+                    u.sample(len, all.max(1), rng, &mut idx, &mut w).ok();
+                    seen.extend(idx.iter().copied());
+                }
+                return seen;
+            }
+            let mut set = BTreeSet::new();
+            if all > 0 {
+                u.sample(len, all, rng, &mut idx, &mut w).unwrap();
+                set.extend(idx.iter().copied());
+                assert_eq!(set.len(), all);
+            }
+            assert!(u.sample(len, all + 1, rng, &mut idx, &mut w).is_err());
+            set
+        }
+    }
+}
+
+/// One step of the driven environments: which env, and how the step ends.
+fn step(rng: &mut EmberRng) -> (usize, bool, bool) {
+    let env = rng.below(ENVS as u64) as usize;
+    let roll = rng.below(100);
+    (env, roll < 6, (6..10).contains(&roll))
+}
+
+#[test]
+fn every_sampler_draws_exactly_the_drawable_slots() {
+    for capacity in [ENVS * (STACK + N + 1), 61] {
+        for sampler in samplers(capacity) {
+            let kind = format!("{} (replacement: {:?})", sampler.kind(), {
+                match &sampler {
+                    AnySampler::Uniform(u) => Some(u.replacement()),
+                    _ => None,
+                }
+            });
+            let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+            let mut replay = FrameReplay::new(storage, sampler, 5).unwrap();
+            let mut rng = EmberRng::seed_from(11);
+            let mut check = EmberRng::seed_from(12);
+            let mut batch = FrameBatch::default();
+            for env in 0..ENVS {
+                replay.begin(env, &[1; FRAME]).unwrap();
+            }
+            let mut frame = 1u8;
+            for round in 0..600 {
+                let (env, term, trunc) = step(&mut rng);
+                frame = frame.wrapping_add(1);
+                replay
+                    .push(env, &[0.0], 1.0, term, trunc, &[frame; FRAME])
+                    .unwrap();
+                if term || trunc {
+                    replay.begin(env, &[frame; FRAME]).unwrap();
+                }
+                let storage = replay.storage();
+                let drawable: BTreeSet<usize> =
+                    (0..capacity).filter(|&s| storage.is_drawable(s)).collect();
+                assert_eq!(drawable.len(), replay.drawable());
+                assert_eq!(
+                    sampler_set(&mut replay, &mut check),
+                    drawable,
+                    "{kind}, capacity {capacity}, round {round}"
+                );
+                if drawable.len() >= 4 {
+                    replay.sample(4, &mut batch).unwrap();
+                    assert_eq!(batch.len, 4);
+                    assert_eq!(batch.weights.len(), 4);
+                    assert!(batch.indices.iter().all(|s| drawable.contains(s)));
+                    if replay.sampler().uses_priorities() {
+                        let prios: Vec<f32> = (0..4).map(|i| i as f32).collect();
+                        let slots = batch.indices.clone();
+                        replay.update_priorities(&slots, &prios).unwrap();
+                    }
+                }
+            }
+            assert!(
+                replay.storage().len() == capacity,
+                "{kind}: the ring never filled"
+            );
+        }
+    }
+}
+
+#[test]
+fn return_weighted_scores_follow_the_episode_rule() {
+    let capacity = 40;
+    let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    let mut replay = FrameReplay::new(storage, ReturnWeighted::new(capacity), 1).unwrap();
+    let mut rng = EmberRng::seed_from(4);
+    // Per env: (episode id, return so far); per episode: its final return once ended.
+    let mut running = [(0usize, 0.0f64); ENVS];
+    let mut finals: HashMap<usize, f64> = HashMap::new();
+    // Per (slot, write number): the episode and the return when it became drawable.
+    let mut scored: HashMap<(usize, u64), (usize, f64)> = HashMap::new();
+    let mut next_episode = ENVS;
+    for (env, r) in running.iter_mut().enumerate() {
+        r.0 = env;
+        replay.begin(env, &[0; FRAME]).unwrap();
+    }
+    let (mut checked_final, mut checked_running) = (0, 0);
+    for _ in 0..800 {
+        let (env, term, trunc) = step(&mut rng);
+        let reward = rng.below(7) as f32 - 3.0;
+        let before: BTreeSet<usize> = (0..capacity)
+            .filter(|&s| replay.storage().is_drawable(s))
+            .collect();
+        replay
+            .push(env, &[0.0], reward, term, trunc, &[1; FRAME])
+            .unwrap();
+        running[env].1 += reward as f64;
+        for s in 0..capacity {
+            if replay.storage().is_drawable(s) && !before.contains(&s) {
+                let number = replay.storage().write_number(s).unwrap();
+                scored.insert((s, number), running[env]);
+            }
+        }
+        if term || trunc {
+            finals.insert(running[env].0, running[env].1);
+            running[env] = (next_episode, 0.0);
+            next_episode += 1;
+            replay.begin(env, &[0; FRAME]).unwrap();
+        }
+        for s in 0..capacity {
+            let storage = replay.storage();
+            let score = replay.sampler().score(s);
+            if !storage.is_drawable(s) {
+                assert_eq!(score, None, "slot {s} is not drawable");
+                continue;
+            }
+            let (episode, at_ready) = scored[&(s, storage.write_number(s).unwrap())];
+            match finals.get(&episode) {
+                Some(&ret) => {
+                    assert_eq!(score, Some(ret), "slot {s}: its episode's final return");
+                    checked_final += 1;
+                }
+                None => {
+                    assert_eq!(score, Some(at_ready), "slot {s}: the return when drawable");
+                    checked_running += 1;
+                }
+            }
+        }
+    }
+    assert!(checked_final > 1000 && checked_running > 1000);
+}
+
+#[test]
+fn priorities_of_slots_gone_since_the_draw_are_skipped() {
+    let capacity = ENVS * (STACK + N + 1);
+    let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    let sampler = Prioritized::new(capacity, 1.0, 1.0).unwrap();
+    let mut replay = FrameReplay::new(storage, sampler, 2).unwrap();
+    for env in 0..ENVS {
+        replay.begin(env, &[0; FRAME]).unwrap();
+    }
+    for _ in 0..30 {
+        for env in 0..ENVS {
+            replay
+                .push(env, &[0.0], 1.0, false, false, &[1; FRAME])
+                .unwrap();
+        }
+    }
+    let mut batch = FrameBatch::default();
+    replay.sample(8, &mut batch).unwrap();
+    let slots = batch.indices.clone();
+    // Step until some drawn slots were overwritten (and are not drawable again yet).
+    let gone = loop {
+        replay
+            .push(0, &[0.0], 1.0, false, false, &[1; FRAME])
+            .unwrap();
+        let gone: Vec<usize> = slots
+            .iter()
+            .copied()
+            .filter(|&s| !replay.storage().is_drawable(s))
+            .collect();
+        if !gone.is_empty() {
+            break gone;
+        }
+    };
+    replay
+        .update_priorities(&slots, &vec![5.0; slots.len()])
+        .unwrap();
+    for s in gone {
+        assert_eq!(replay.sampler().stored(s), None, "slot {s} got a priority");
+    }
+    assert!(replay.update_priorities(&slots, &[1.0]).is_err());
+    assert!(
+        replay.update_priorities(&slots[..1], &[f32::NAN]).is_err() || {
+            // The one slot may have gone too, then nothing is updated.
+            !replay.storage().is_drawable(slots[0])
+        }
+    );
+}
+
+#[test]
+fn a_seed_gives_the_same_batches_and_misuse_is_an_error() {
+    let capacity = 50;
+    let run = |seed: u64| {
+        let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+        let mut replay = FrameReplay::new(storage, Uniform::new(capacity, false), seed).unwrap();
+        let mut rng = EmberRng::seed_from(3);
+        let mut batch = FrameBatch::default();
+        assert!(
+            replay.sample(1, &mut batch).is_err(),
+            "nothing drawable yet"
+        );
+        assert_eq!(batch.len, 0);
+        for env in 0..ENVS {
+            replay.begin(env, &[0; FRAME]).unwrap();
+        }
+        let mut out = Vec::new();
+        for t in 0..200u32 {
+            let (env, term, trunc) = step(&mut rng);
+            replay
+                .push(env, &[t as f32], 1.0, term, trunc, &[t as u8; FRAME])
+                .unwrap();
+            if term || trunc {
+                replay.begin(env, &[0; FRAME]).unwrap();
+            }
+            if replay.drawable() >= 8 {
+                replay.sample(8, &mut batch).unwrap();
+                out.push(batch.clone());
+            }
+        }
+        out
+    };
+    let a = run(9);
+    assert!(a.len() > 150);
+    assert_eq!(a, run(9));
+    assert_ne!(a, run(10));
+    let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    assert!(FrameReplay::new(storage, Uniform::new(capacity + 1, true), 0).is_err());
+}
