@@ -32,9 +32,18 @@
 //! # Ok::<(), emberlab_core::Error>(())
 //! ```
 
+use crate::codec::{Decoder, Encoder};
 use crate::frames::{FrameBatch, FrameChanges, FrameStorage};
 use crate::sampler::Sampler;
+use crate::stream::{StreamReader, StreamWriter};
 use emberlab_core::{EmberRng, Error, Result};
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"EMBERFR\0";
+const VERSION: u64 = 1;
+const KIND: &str = "frame replay";
+/// The most bytes a saved sampler state may take (its trees: tens of bytes per slot).
+const MAX_SAMPLER_BYTES: u64 = 1 << 36;
 
 /// Frame storage plus a sampler plus its generator (module docs).
 #[derive(Clone, Debug)]
@@ -243,5 +252,98 @@ impl<S: Sampler> FrameReplay<S> {
     /// Slots that may be drawn now.
     pub fn drawable(&self) -> usize {
         self.storage.drawable()
+    }
+
+    /// Writes everything needed to resume exactly — frames, links, the environments'
+    /// waiting frames, the sampler, its generator, the running episodes' scores — to
+    /// `path`, streamed (no second copy of the frames in memory), through a temporary file
+    /// renamed over `path` once complete.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be written.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let mut w = StreamWriter::create(path.as_ref(), MAGIC, VERSION)?;
+        w.block(S::KIND.as_bytes())?;
+        self.storage.write_to(&mut w)?;
+        for v in self.rng.state() {
+            w.u64(v)?;
+        }
+        w.u64(self.episodes.len() as u64)?;
+        for e in &self.episodes {
+            w.f64(e.ret)?;
+            w.u64(e.slots.len() as u64)?;
+            for &(slot, number) in &e.slots {
+                w.u64(slot as u64)?;
+                w.u64(number)?;
+            }
+        }
+        let mut enc = Encoder::new();
+        self.sampler.encode(&mut enc);
+        w.block(&enc.into_bytes())?;
+        w.finish()
+    }
+
+    /// Reads a replay written by [`FrameReplay::save`], into memory allocated once.
+    ///
+    /// # Errors
+    /// [`Error::Io`] for a missing or unreadable file; [`Error::Corrupt`] naming the
+    /// problem for a truncated, corrupted or foreign file, or one holding another sampler.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let (mut r, _) = StreamReader::open(path.as_ref(), KIND, MAGIC, VERSION..=VERSION)?;
+        let kind = r.block("sampler kind", 256)?;
+        if kind != S::KIND.as_bytes() {
+            return Err(r.corrupt(format!(
+                "it holds a `{}` sampler, but a `{}` replay was asked for",
+                String::from_utf8_lossy(&kind),
+                S::KIND
+            )));
+        }
+        let storage = FrameStorage::read_from(&mut r)?;
+        let mut state = [0u64; 4];
+        for v in state.iter_mut() {
+            *v = r.u64("generator state")?;
+        }
+        let envs = r.len("scored environments", storage.num_envs() as u64)?;
+        let mut episodes = Vec::with_capacity(envs);
+        for _ in 0..envs {
+            let ret = r.f64("episode return")?;
+            let n = r.len("episode slots", storage.capacity() as u64 * 64)?;
+            let mut slots = Vec::with_capacity(n.min(1 << 20));
+            for _ in 0..n {
+                let slot = r.len("episode slot", storage.capacity() as u64 - 1)?;
+                slots.push((slot, r.u64("episode slot's write number")?));
+            }
+            episodes.push(Episode { ret, slots });
+        }
+        let bytes = r.block("sampler state", MAX_SAMPLER_BYTES)?;
+        let mut dec = Decoder::new(&bytes, r.path(), KIND);
+        let sampler = S::decode(&mut dec, storage.capacity())?;
+        if !dec.is_done() {
+            return Err(dec.corrupt("trailing bytes after the sampler state"));
+        }
+        if envs
+            != if sampler.uses_scores() {
+                storage.num_envs()
+            } else {
+                0
+            }
+        {
+            return Err(r.corrupt(format!(
+                "{envs} scored environments for a `{}` sampler over {} environments",
+                S::KIND,
+                storage.num_envs()
+            )));
+        }
+        r.finish()?;
+        Ok(FrameReplay {
+            storage,
+            sampler,
+            rng: EmberRng::from_state(state),
+            changes: FrameChanges::default(),
+            slots: Vec::new(),
+            weights: Vec::new(),
+            episodes,
+            kept: (Vec::new(), Vec::new()),
+        })
     }
 }

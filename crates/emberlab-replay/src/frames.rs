@@ -32,6 +32,8 @@
 
 use emberlab_core::{Error, Result};
 
+mod file;
+
 /// The step ended the episode by termination.
 const TERMINATED: u8 = 2;
 /// The step ended the episode by truncation.

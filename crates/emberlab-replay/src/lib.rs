@@ -66,6 +66,7 @@ mod sampler;
 mod seen_set;
 mod shared;
 mod slot_values;
+mod stream;
 mod sum_tree;
 mod uniform;
 

@@ -269,3 +269,115 @@ fn a_seed_gives_the_same_batches_and_misuse_is_an_error() {
     let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
     assert!(FrameReplay::new(storage, Uniform::new(capacity + 1, true), 0).is_err());
 }
+
+/// Steps a replay `rounds` times from `rng` (random env, episode ends, frames), drawing a
+/// batch after each step once enough rows are drawable; returns the batches.
+fn drive<S: Sampler>(
+    replay: &mut FrameReplay<S>,
+    rng: &mut EmberRng,
+    rounds: usize,
+) -> Vec<FrameBatch> {
+    let mut batches = Vec::new();
+    for _ in 0..rounds {
+        let (env, term, trunc) = step(rng);
+        let frame = [rng.below(256) as u8; FRAME];
+        let reward = rng.below(5) as f32 - 2.0;
+        match replay.push(env, &[reward], reward, term, trunc, &frame) {
+            Ok(_) if term || trunc => {
+                replay.begin(env, &frame).unwrap();
+            }
+            Ok(_) => {}
+            // Not begun yet.
+            Err(_) => {
+                replay.begin(env, &frame).unwrap();
+            }
+        }
+        if replay.drawable() >= 6 {
+            let mut batch = FrameBatch::default();
+            match replay.sample(6, &mut batch) {
+                Ok(()) => {}
+                // Return-weighted: the lowest-scored slots weigh nothing.
+                Err(emberlab_core::Error::NotEnough { .. }) => continue,
+                Err(e) => panic!("{e}"),
+            }
+            if replay.sampler().uses_priorities() {
+                let prios: Vec<f32> = batch.reward.iter().map(|r| r.abs()).collect();
+                replay.update_priorities(&batch.indices, &prios).unwrap();
+            }
+            batches.push(batch);
+        }
+    }
+    batches
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ember-frames-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_saved_replay_resumes_exactly() {
+    let dir = temp_dir("resume");
+    for sampler in samplers(61) {
+        let kind = sampler.kind();
+        let storage = FrameStorage::new(61, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+        let mut a = FrameReplay::new(storage, sampler, 8).unwrap();
+        let mut rng = EmberRng::seed_from(13);
+        drive(&mut a, &mut rng, 250);
+        assert!(a.storage().len() == 61, "the ring has wrapped");
+        let path = dir.join(format!("{kind}.frames"));
+        a.save(&path).unwrap();
+        let mut b = FrameReplay::<AnySampler>::load(&path).unwrap();
+        assert_eq!(b.sampler().kind(), kind);
+        let mut rng_b = rng.clone();
+        let (after_a, after_b) = (drive(&mut a, &mut rng, 200), drive(&mut b, &mut rng_b, 200));
+        assert!(after_a.len() > 150);
+        assert_eq!(after_a, after_b, "{kind}: batches after resuming differ");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn damaged_or_foreign_files_are_errors_naming_the_problem() {
+    let dir = temp_dir("damaged");
+    let storage = FrameStorage::new(40, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    let mut replay = FrameReplay::new(storage, ReturnWeighted::new(40), 8).unwrap();
+    drive(&mut replay, &mut EmberRng::seed_from(1), 100);
+    let path = dir.join("good.frames");
+    replay.save(&path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let load = |bytes: &[u8]| {
+        let p = dir.join("bad.frames");
+        std::fs::write(&p, bytes).unwrap();
+        FrameReplay::<ReturnWeighted>::load(&p)
+            .expect_err("a damaged file loaded")
+            .to_string()
+    };
+    assert!(matches!(
+        FrameReplay::<ReturnWeighted>::load(dir.join("missing.frames")),
+        Err(emberlab_core::Error::Io { .. })
+    ));
+    assert!(load(b"not a replay").contains("signature"));
+    for cut in [20, 60, good.len() / 2, good.len() - 1] {
+        let e = load(&good[..cut]);
+        assert!(e.contains("not a valid frame replay"), "cut at {cut}: {e}");
+    }
+    // A flipped byte anywhere after the header: the shape block, its checksum, the
+    // frames, the columns, the sampler, the trailer.
+    for at in (16..good.len()).step_by(37).chain([good.len() - 1]) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        let e = load(&bad);
+        assert!(e.contains("not a valid frame replay"), "byte {at}: {e}");
+    }
+    let mut newer = good.clone();
+    newer[8] = 9;
+    assert!(load(&newer).contains("version 9"));
+    let e = FrameReplay::<Uniform>::load(&path)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("return_weighted"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
