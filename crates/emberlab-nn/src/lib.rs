@@ -12,6 +12,8 @@
 //! - [`distributions`]: the log-probability and entropy formulas, on tensors and on the host.
 //! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
 //! - [`hard_target`] and [`polyak_update`] for target networks.
+//! - [`NatureCnn`]: SB3's `NatureCNN` encoder for image observations, and
+//!   [`pixels_to_unit`] for the `u8` frames it reads.
 //! - [`noise`]: host-side noise so the same seed acts the same on every backend.
 //!
 //! ```
@@ -46,6 +48,7 @@ mod gaussian_policy;
 mod mlp;
 pub mod noise;
 pub mod onnx;
+mod pixels;
 mod target;
 mod temperature;
 mod value;
@@ -59,6 +62,7 @@ pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use onnx::OnnxGraph;
+pub use pixels::{NatureCnn, NatureCnnConfig, pixels_to_unit};
 pub use target::{hard_target, polyak_update};
 pub use temperature::Temperature;
 pub use value::{ContinuousQ, DiscreteQ, ValueNet};

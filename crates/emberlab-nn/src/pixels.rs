@@ -1,0 +1,207 @@
+//! Networks over image observations: [`NatureCnn`], the encoder of Stable-Baselines3's
+//! `NatureCNN` (Mnih et al. 2015), and [`pixels_to_unit`], which turns stacked `u8` frames
+//! into the `[0, 1]` floats the encoder reads.
+//!
+//! ```
+//! use emberlab_nn::{NatureCnnConfig, pixels_to_unit};
+//!
+//! let device = emberlab_backend::DeviceSpec::Flex.device()?;
+//! let cnn = NatureCnnConfig::new(4, 84, 84).init(&device)?;
+//! let frames = vec![128u8; 2 * 4 * 84 * 84]; // two stacks of four 84×84 frames
+//! let features = cnn.forward(pixels_to_unit(&frames, [2, 4, 84, 84], &device)?);
+//! assert_eq!(features.dims(), [2, 512]);
+//! # Ok::<(), emberlab_core::Error>(())
+//! ```
+
+use crate::mlp::linear;
+use burn::module::{Module, Param};
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Initializer, Linear, LinearConfig};
+use burn::tensor::{Device, Tensor, TensorData};
+use emberlab_core::{Error, Result};
+
+/// The convolutions of the Nature CNN: `(output channels, kernel, stride)`.
+const NATURE_CONVS: [(usize, usize, usize); 3] = [(32, 8, 4), (64, 4, 2), (64, 3, 1)];
+
+/// How to build a [`NatureCnn`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct NatureCnnConfig {
+    /// Input channels: frames stacked × channels per frame (4 for Atari's gray stacks).
+    pub channels: usize,
+    /// Input height in pixels.
+    pub height: usize,
+    /// Input width in pixels.
+    pub width: usize,
+    /// Width of the output features (SB3: 512).
+    pub features: usize,
+    /// Orthogonal weights with this gain and zero biases (SB3's `ortho_init` for A2C and
+    /// PPO: √2); `None`: burn's default (Kaiming-uniform, as PyTorch's, SB3's DQN).
+    pub orthogonal: Option<f64>,
+}
+
+impl NatureCnnConfig {
+    /// `channels × height × width` inputs, 512 features, burn's default initialisation.
+    pub fn new(channels: usize, height: usize, width: usize) -> Self {
+        NatureCnnConfig {
+            channels,
+            height,
+            width,
+            features: 512,
+            orthogonal: None,
+        }
+    }
+
+    /// Sets the width of the output features.
+    pub fn with_features(mut self, features: usize) -> Self {
+        self.features = features;
+        self
+    }
+
+    /// Orthogonal weights with `gain` and zero biases (see the field).
+    pub fn with_orthogonal(mut self, gain: Option<f64>) -> Self {
+        self.orthogonal = gain;
+        self
+    }
+
+    /// The height and width after each convolution; the last pair is what the linear
+    /// layer flattens.
+    ///
+    /// # Errors
+    /// A zero size, or an image too small for the kernels (under 36 pixels a side).
+    pub fn spatial(&self) -> Result<[(usize, usize); 3]> {
+        for (what, v) in [
+            ("channels", self.channels),
+            ("height", self.height),
+            ("width", self.width),
+            ("features", self.features),
+        ] {
+            if v == 0 {
+                return Err(Error::invalid(format!("nature cnn {what}"), v, ">= 1"));
+            }
+        }
+        let mut out = [(0, 0); 3];
+        let (mut h, mut w) = (self.height, self.width);
+        for (i, &(_, k, s)) in NATURE_CONVS.iter().enumerate() {
+            if h < k || w < k {
+                return Err(Error::invalid(
+                    "nature cnn input",
+                    format!("{}×{}", self.height, self.width),
+                    "an image of at least 36×36 pixels (the kernels 8/4, 4/2, 3/1 need it)",
+                ));
+            }
+            (h, w) = ((h - k) / s + 1, (w - k) / s + 1);
+            out[i] = (h, w);
+        }
+        Ok(out)
+    }
+
+    /// Builds the encoder on `device`, every parameter materialised.
+    ///
+    /// # Errors
+    /// See [`NatureCnnConfig::spatial`].
+    pub fn init(&self, device: &Device) -> Result<NatureCnn> {
+        let spatial = self.spatial()?;
+        let mut channels = self.channels;
+        let convs = NATURE_CONVS
+            .iter()
+            .map(|&(out, k, s)| {
+                let mut config = Conv2dConfig::new([channels, out], [k, k]).with_stride([s, s]);
+                if let Some(gain) = self.orthogonal {
+                    config = config.with_initializer(Initializer::Orthogonal { gain });
+                }
+                let mut conv = config.init(device);
+                if self.orthogonal.is_some() {
+                    conv.bias = Some(Param::from_tensor(Tensor::zeros([out], device)));
+                }
+                channels = out;
+                conv
+            })
+            .collect();
+        let (h, w) = spatial[2];
+        let flat = channels * h * w;
+        let mut config = LinearConfig::new(flat, self.features);
+        if let Some(gain) = self.orthogonal {
+            config = config.with_initializer(Initializer::Orthogonal { gain });
+        }
+        let mut fc = config.init(device);
+        if self.orthogonal.is_some() {
+            fc.bias = Some(Param::from_tensor(Tensor::zeros([self.features], device)));
+        }
+        Ok(NatureCnn { convs, fc }.materialize())
+    }
+}
+
+/// SB3's `NatureCNN`: three ReLU convolutions (32 of 8×8 stride 4, 64 of 4×4 stride 2, 64
+/// of 3×3 stride 1), flattened into a ReLU linear layer: `[batch, c, h, w] → [batch,
+/// features]`.
+#[derive(Module, Debug)]
+pub struct NatureCnn {
+    /// The three convolutions.
+    pub convs: Vec<Conv2d>,
+    /// The linear layer over the flattened last feature maps.
+    pub fc: Linear,
+}
+
+impl NatureCnn {
+    /// Features `[batch, features]` of images `[batch, c, h, w]` with values in `[0, 1]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let mut x = x;
+        for conv in &self.convs {
+            x = emberlab_kernels::relu(conv.forward(x));
+        }
+        let x: Tensor<2> = x.flatten(1, 3);
+        emberlab_kernels::relu(linear(&self.fc, x))
+    }
+
+    /// Width of the output features.
+    pub fn features(&self) -> usize {
+        self.fc.weight.dims()[1]
+    }
+}
+
+/// Stacked `u8` frames `[n, c, h, w]` (`bytes`, row-major) as `f32` values `x / 255` (divided, as PyTorch's `x.float() / 255`) on
+/// `device`.
+///
+/// # Errors
+/// `bytes` not of length `n · c · h · w`.
+pub fn pixels_to_unit(bytes: &[u8], shape: [usize; 4], device: &Device) -> Result<Tensor<4>> {
+    let n = shape.iter().product::<usize>();
+    Error::check_len("pixels", n, bytes.len())?;
+    let values: Vec<f32> = bytes.iter().map(|&b| b as f32 / 255.0).collect();
+    Ok(Tensor::from_data(TensorData::new(values, shape), device))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_follow_sb3_and_bad_sizes_are_errors() {
+        let c = NatureCnnConfig::new(4, 84, 84);
+        assert_eq!(c.spatial().unwrap(), [(20, 20), (9, 9), (7, 7)]);
+        let device = emberlab_backend::DeviceSpec::Flex.device().unwrap();
+        let cnn = c.init(&device).unwrap();
+        // 3136 = 64 · 7 · 7 inputs to the linear layer, as in SB3.
+        assert_eq!(cnn.fc.weight.dims(), [3136, 512]);
+        let params: usize = cnn.num_params();
+        // As PyTorch counts them: 8,224 + 32,832 + 36,928 + 1,606,144.
+        assert_eq!(params, 1_684_128);
+        assert!(NatureCnnConfig::new(4, 35, 84).spatial().is_err());
+        assert!(NatureCnnConfig::new(0, 84, 84).spatial().is_err());
+        assert!(pixels_to_unit(&[0; 5], [1, 1, 2, 2], &device).is_err());
+        let x = pixels_to_unit(&[0, 255, 51, 102], [1, 1, 2, 2], &device).unwrap();
+        let v: Vec<f32> = x.into_data().try_to_vec::<f32>().unwrap();
+        assert_eq!(v, [0.0, 1.0, 0.2, 0.4]);
+        let ortho = c.with_orthogonal(Some(2f64.sqrt())).init(&device).unwrap();
+        let b: Vec<f32> = ortho
+            .fc
+            .bias
+            .as_ref()
+            .unwrap()
+            .val()
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap();
+        assert!(b.iter().all(|&x| x == 0.0));
+    }
+}
