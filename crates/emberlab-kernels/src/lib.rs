@@ -13,7 +13,8 @@
 //!   layer's bias and ReLU in one pass), [`tanh`] (the vectorised kernel, with its own
 //!   backward pass), [`tanh_gaussian`] (a policy's reparameterised tanh-Gaussian sample and
 //!   its log-probability as one op), [`ensemble_min`] (clipped double-Q's minimum over an
-//!   ensemble's last layers, its backward pass only through each row's smallest member).
+//!   ensemble's last layers, its backward pass only through each row's smallest member),
+//!   [`conv2d`] (im2col and the GEMM, with its own backward pass).
 //! - [`host_math`]: `ln`, `sin`/`cos`, `exp` and `tanh` as straight-line code that
 //!   vectorises, for sampling on the host.
 //! - Host buffers: [`unshared`], [`lerp`], [`remap`], [`with_host_values`]: optimizer steps and
@@ -38,6 +39,7 @@
 
 mod activation;
 mod bias;
+mod conv;
 mod ensemble_min;
 pub mod gemm_stats;
 pub mod helping;
@@ -54,6 +56,7 @@ pub mod worker;
 
 pub use activation::{HostRelu, HostTanh, relu, tanh};
 pub use bias::{HostBiasRelu, bias_relu};
+pub use conv::{ConvShape, HostConv, HostConvSteps, conv2d};
 pub use emberlab_core::denormals;
 use emberlab_core::{Error, Result};
 pub use ensemble_min::{

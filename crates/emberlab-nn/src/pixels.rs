@@ -16,7 +16,7 @@
 use crate::mlp::linear;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::{Initializer, Linear, LinearConfig};
+use burn::nn::{Initializer, Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor, TensorData};
 use emberlab_core::{Error, Result};
 
@@ -147,7 +147,7 @@ impl NatureCnn {
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         let mut x = x;
         for conv in &self.convs {
-            x = emberlab_kernels::relu(conv.forward(x));
+            x = emberlab_kernels::relu(convolve(conv, x));
         }
         let x: Tensor<2> = x.flatten(1, 3);
         emberlab_kernels::relu(linear(&self.fc, x))
@@ -157,6 +157,23 @@ impl NatureCnn {
     pub fn features(&self) -> usize {
         self.fc.weight.dims()[1]
     }
+}
+
+/// `conv`'s output through [`emberlab_kernels::conv2d`] (im2col and the GEMM on flex) where
+/// its padding is explicit and symmetric, as the encoders here build it; burn's otherwise.
+fn convolve(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+    let padding = match conv.padding {
+        PaddingConfig2d::Valid => [0, 0],
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+            [top, left]
+        }
+        _ => return conv.forward(x),
+    };
+    if conv.dilation != [1, 1] || conv.groups != 1 {
+        return conv.forward(x);
+    }
+    let bias = conv.bias.as_ref().map(|b| b.val());
+    emberlab_kernels::conv2d(x, conv.weight.val(), bias, conv.stride, padding)
 }
 
 /// Stacked `u8` frames `[n, c, h, w]` (`bytes`, row-major) as `f32` values `x / 255` (divided, as PyTorch's `x.float() / 255`) on

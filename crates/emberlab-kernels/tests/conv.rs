@@ -1,0 +1,92 @@
+//! `emberlab_kernels::conv2d` against burn's `conv2d`: the same values and gradients (to
+//! float rounding: the sums run in another order) for strides, paddings, odd sizes, the
+//! Nature CNN's first layer, an input that needs no gradient, and no bias, on every host
+//! backend (flex takes im2col and the GEMM, ndarray burn's op).
+
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Distribution, Tensor};
+
+mod common;
+use common::devices;
+
+fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data().try_to_vec::<f32>().unwrap()
+}
+
+fn close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1.0);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 2e-5 * scale,
+            "{what}[{i}]: {g} vs burn's {w} (scale {scale})"
+        );
+    }
+}
+
+/// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
+type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
+
+const CASES: [Case; 5] = [
+    ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
+    ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
+    ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
+    ([2, 4, 36, 36], 8, [8, 8], [4, 4], [0, 0]),
+    ([4, 1, 5, 6], 2, [5, 6], [1, 1], [0, 0]),
+];
+
+#[test]
+fn values_and_gradients_are_burns() {
+    for device in devices() {
+        let device = device.autodiff();
+        for (input, out, kernel, stride, padding) in CASES {
+            let [_, c, _, _] = input;
+            let normal = Distribution::Normal(0.0, 1.0);
+            let x0 = Tensor::<4>::random(input, normal, &device);
+            let w0 = Tensor::<4>::random([out, c, kernel[0], kernel[1]], normal, &device);
+            let b0 = Tensor::<1>::random([out], normal, &device);
+            let options = ConvOptions::new(stride, padding, [1, 1], 1);
+            let dims =
+                burn::tensor::module::conv2d(x0.clone(), w0.clone(), None, options.clone()).dims();
+            let probe = Tensor::<4>::random(dims, normal, &device);
+            let run = |ours: bool, input_grad: bool, bias: bool| {
+                let x = if input_grad {
+                    x0.clone().require_grad()
+                } else {
+                    x0.clone()
+                };
+                let (w, b) = (w0.clone().require_grad(), b0.clone().require_grad());
+                let b_used = bias.then(|| b.clone());
+                let y = if ours {
+                    emberlab_kernels::conv2d(x.clone(), w.clone(), b_used, stride, padding)
+                } else {
+                    burn::tensor::module::conv2d(x.clone(), w.clone(), b_used, options.clone())
+                };
+                let dims = y.dims();
+                // The output used twice, with a non-uniform weight on its elements.
+                let loss = (y.clone() * probe.clone()).sum() + y.clone().powi_scalar(2).sum() * 0.5;
+                let g = loss.backward();
+                let gx = x.grad(&g).map(values);
+                let gb = b.grad(&g).map(values);
+                (dims, values(y), gx, values(w.grad(&g).unwrap()), gb)
+            };
+            for (input_grad, bias) in [(true, true), (false, true), (true, false)] {
+                let what = format!(
+                    "{input:?} k{kernel:?} s{stride:?} p{padding:?} dx:{input_grad} b:{bias}"
+                );
+                let (ours, theirs) = (run(true, input_grad, bias), run(false, input_grad, bias));
+                assert_eq!(ours.0, theirs.0, "{what}: output shape");
+                close(&format!("{what} y"), &ours.1, &theirs.1);
+                assert_eq!(ours.2.is_some(), input_grad, "{what}: input gradient");
+                if let (Some(a), Some(b)) = (&ours.2, &theirs.2) {
+                    close(&format!("{what} dx"), a, b);
+                }
+                close(&format!("{what} dw"), &ours.3, &theirs.3);
+                assert_eq!(ours.4.is_some(), bias, "{what}: bias gradient");
+                if let (Some(a), Some(b)) = (&ours.4, &theirs.4) {
+                    close(&format!("{what} db"), a, b);
+                }
+            }
+        }
+    }
+}
