@@ -7,6 +7,10 @@ Batches are pregenerated random bytes (no replay cost).
 
 Also times the forward alone at batch 1 (acting on one stack) and at batch 32.
 
+`--count` prints the parameter counts of the Nature CNN's encoder and of CleanRL's IMPALA
+encoder (procgen's ConvSequence ×3 over 4×84×84, 3872→256), which `emberlab-nn`'s tests
+assert, and exits.
+
 Run: .venv-torch/bin/python benches/reference/dqn_cnn_update.py [--threads 1 2] [--seconds 5]
 Prints `dqn_cnn_update threads=N ms_per_update=X updates=K` and
 `nature_cnn_forward threads=N batch=B us_per_forward=X`.
@@ -31,6 +35,29 @@ def nature_cnn():
         nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, ACTIONS))
 
 
+class Residual(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv0 = nn.Conv2d(c, c, 3, padding=1)
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.conv1(F.relu(self.conv0(F.relu(x))))
+
+
+def impala_cnn():
+    layers, c = [], STACK
+    for depth in (16, 32, 32):
+        layers += [nn.Conv2d(c, depth, 3, padding=1), nn.MaxPool2d(3, 2, padding=1),
+                   Residual(depth), Residual(depth)]
+        c = depth
+    return nn.Sequential(*layers, nn.ReLU(), nn.Flatten(), nn.Linear(32 * 11 * 11, 256), nn.ReLU())
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
 def timed(fn, seconds):
     for _ in range(3):
         fn()
@@ -45,7 +72,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--count", action="store_true")
     args = ap.parse_args()
+    if args.count:
+        nature = nature_cnn()[:-1]  # without the Q head
+        impala = impala_cnn()
+        assert impala(torch.zeros(1, STACK, SIDE, SIDE)).shape == (1, 256)
+        print(f"nature_cnn_params={count(nature)} impala_cnn_params={count(impala)}")
+        return
     torch.manual_seed(0)
     q = nature_cnn()
     target = copy.deepcopy(q)

@@ -12,8 +12,8 @@
 //! - [`distributions`]: the log-probability and entropy formulas, on tensors and on the host.
 //! - [`CriticEnsemble`]: E critics as one batched matmul per layer.
 //! - [`hard_target`] and [`polyak_update`] for target networks.
-//! - [`NatureCnn`]: SB3's `NatureCNN` encoder for image observations, and
-//!   [`pixels_to_unit`] for the `u8` frames it reads.
+//! - Encoders for image observations ([`PixelEncoder`]): [`NatureCnn`] (SB3's `NatureCNN`)
+//!   and [`ImpalaCnn`], and [`pixels_to_unit`] for the `u8` frames they read.
 //! - [`noise`]: host-side noise so the same seed acts the same on every backend.
 //!
 //! ```
@@ -62,7 +62,10 @@ pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use onnx::OnnxGraph;
-pub use pixels::{NatureCnn, NatureCnnConfig, pixels_to_unit};
+pub use pixels::{
+    ImpalaCnn, ImpalaCnnConfig, ImpalaStage, NatureCnn, NatureCnnConfig, PixelEncoder,
+    PixelEncoderKind, ResidualBlock, pixels_to_unit,
+};
 pub use target::{hard_target, polyak_update};
 pub use temperature::Temperature;
 pub use value::{ContinuousQ, DiscreteQ, ValueNet};
