@@ -27,13 +27,46 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 5] = [
+const CASES: [Case; 7] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
     ([2, 4, 36, 36], 8, [8, 8], [4, 4], [0, 0]),
     ([4, 1, 5, 6], 2, [5, 6], [1, 1], [0, 0]),
+    // Padding as wide as the kernel: whole kernel rows in the padding.
+    ([1, 2, 3, 3], 3, [2, 2], [1, 1], [2, 2]),
+    // Wide enough (16 outputs, 27-value patches) for the GEMM library, not the thin kernels.
+    ([2, 3, 12, 12], 16, [3, 3], [1, 1], [1, 1]),
 ];
+
+/// The flex path really runs: the GEMM library's counter (which burn's own convolution does
+/// not touch) moves by at least the forward product's multiply-adds, with nothing tracked
+/// under autodiff (the untracked branch) and on the plain device.
+#[test]
+fn the_host_path_runs_tracked_or_not() {
+    let flex = emberlab_backend::DeviceSpec::Flex.device().unwrap();
+    emberlab_kernels::gemm_stats::enable();
+    let normal = Distribution::Normal(0.0, 1.0);
+    for device in [flex.clone(), flex.clone().autodiff()] {
+        let x = Tensor::<4>::random([2, 3, 12, 12], normal, &device);
+        let w = Tensor::<4>::random([16, 3, 3, 3], normal, &device);
+        let before = emberlab_kernels::gemm_stats::snapshot();
+        let y = emberlab_kernels::conv2d(x.clone(), w.clone(), None, [1, 1], [1, 1]);
+        let moved = emberlab_kernels::gemm_stats::snapshot().since(&before);
+        assert!(
+            moved.multiply_adds >= 2 * 144 * 27 * 16,
+            "{} multiply-adds counted",
+            moved.multiply_adds
+        );
+        let options = ConvOptions::new([1, 1], [1, 1], [1, 1], 1);
+        let want = burn::tensor::module::conv2d(x, w, None, options);
+        close("untracked y", &values(y), &values(want));
+    }
+    // No output channel or no input channel: burn's op, no panic.
+    let x = Tensor::<4>::random([1, 2, 5, 5], normal, &flex);
+    let y = emberlab_kernels::conv2d(x, Tensor::zeros([0, 2, 3, 3], &flex), None, [1, 1], [0, 0]);
+    assert_eq!(y.dims(), [1, 0, 3, 3]);
+}
 
 #[test]
 fn values_and_gradients_are_burns() {
@@ -70,7 +103,7 @@ fn values_and_gradients_are_burns() {
                 let gb = b.grad(&g).map(values);
                 (dims, values(y), gx, values(w.grad(&g).unwrap()), gb)
             };
-            for (input_grad, bias) in [(true, true), (false, true), (true, false)] {
+            for (input_grad, bias) in [(true, true), (false, true), (true, false), (false, false)] {
                 let what = format!(
                     "{input:?} k{kernel:?} s{stride:?} p{padding:?} dx:{input_grad} b:{bias}"
                 );

@@ -37,6 +37,7 @@ use crate::frames::{FrameBatch, FrameChanges, FrameStorage};
 use crate::sampler::Sampler;
 use crate::stream::{StreamReader, StreamWriter};
 use emberlab_core::{EmberRng, Error, Result};
+use std::collections::VecDeque;
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"EMBERFR\0";
@@ -65,16 +66,22 @@ pub struct FrameReplay<S> {
 #[derive(Clone, Debug, Default)]
 struct Episode {
     ret: f64,
-    slots: Vec<(usize, u64)>,
+    /// The episode's drawable slots and their write numbers, in the order they became
+    /// drawable (oldest first, but newest first among those one step made ready); those
+    /// overwritten since are dropped from the front as the ring moves on, so it holds at
+    /// most `capacity + n` entries.
+    slots: VecDeque<(usize, u64)>,
 }
 
 impl<S: Sampler> FrameReplay<S> {
-    /// Couples `storage` and `sampler` (same capacity; the sampler holding nothing yet) with
-    /// a generator seeded by `seed`.
+    /// Couples an empty `storage` and a `sampler` of the same capacity holding nothing yet
+    /// with a generator seeded by `seed`.
     ///
     /// # Errors
-    /// Capacities that differ.
-    pub fn new(storage: FrameStorage, sampler: S, seed: u64) -> Result<Self> {
+    /// Capacities that differ, a storage that already holds frames (the sampler would not
+    /// know its drawable slots), or a sampler that cannot leave slots out
+    /// ([`Sampler::remove`]'s error).
+    pub fn new(storage: FrameStorage, mut sampler: S, seed: u64) -> Result<Self> {
         if storage.capacity() != sampler.capacity() {
             return Err(Error::invalid(
                 "sampler capacity",
@@ -82,6 +89,15 @@ impl<S: Sampler> FrameReplay<S> {
                 format!("the frame storage's capacity {}", storage.capacity()),
             ));
         }
+        if !storage.is_empty() {
+            return Err(Error::invalid(
+                "frame storage",
+                format!("{} frames stored", storage.len()),
+                "an empty storage (couple it before the first begin)",
+            ));
+        }
+        // Slot 0 is the first written, and left out until it is drawable anyway.
+        sampler.remove(0)?;
         let episodes = if sampler.uses_scores() {
             vec![Episode::default(); storage.num_envs()]
         } else {
@@ -167,7 +183,16 @@ impl<S: Sampler> FrameReplay<S> {
                 .storage
                 .write_number(slot)
                 .expect("a ready slot is stored");
-            episode.slots.push((slot, number));
+            episode.slots.push_back((slot, number));
+        }
+        let capacity = self.storage.capacity() as u64;
+        let written = self.storage.written();
+        while episode
+            .slots
+            .front()
+            .is_some_and(|&(_, number)| number + capacity < written)
+        {
+            episode.slots.pop_front();
         }
         if ended {
             for (slot, number) in episode.slots.drain(..) {
@@ -214,11 +239,23 @@ impl<S: Sampler> FrameReplay<S> {
 
     /// Hands the sampler new priorities (e.g. `|TD error|`) for slots of a batch. Slots that
     /// stopped being drawable since the batch was drawn are skipped (their frames are gone).
+    /// A slot overwritten *and* drawable again before this call (at least `capacity` frames
+    /// written since the draw) takes the priority meant for its old row, as in
+    /// [`crate::ReplayBuffer`].
     ///
     /// # Errors
-    /// A length mismatch, or a priority the sampler refuses; on error nothing changes.
+    /// A length mismatch, a slot beyond the capacity, or a priority the sampler refuses; on
+    /// error nothing changes.
     pub fn update_priorities(&mut self, slots: &[usize], priorities: &[f32]) -> Result<()> {
         Error::check_len("priorities", slots.len(), priorities.len())?;
+        let capacity = self.storage.capacity();
+        if let Some((j, &s)) = slots.iter().enumerate().find(|(_, s)| **s >= capacity) {
+            return Err(Error::invalid(
+                format!("slots[{j}]"),
+                s,
+                format!("< capacity {capacity}"),
+            ));
+        }
         let (kept_slots, kept) = &mut self.kept;
         kept_slots.clear();
         kept.clear();
@@ -307,11 +344,11 @@ impl<S: Sampler> FrameReplay<S> {
         let mut episodes = Vec::with_capacity(envs);
         for _ in 0..envs {
             let ret = r.f64("episode return")?;
-            let n = r.len("episode slots", storage.capacity() as u64 * 64)?;
-            let mut slots = Vec::with_capacity(n.min(1 << 20));
+            let n = r.len("episode slots", 2 * storage.capacity() as u64)?;
+            let mut slots = VecDeque::with_capacity(n);
             for _ in 0..n {
                 let slot = r.len("episode slot", storage.capacity() as u64 - 1)?;
-                slots.push((slot, r.u64("episode slot's write number")?));
+                slots.push_back((slot, r.u64("episode slot's write number")?));
             }
             episodes.push(Episode { ret, slots });
         }

@@ -86,6 +86,40 @@ pub struct FrameBatch {
     pub weights: Vec<f32>,
 }
 
+/// Number types whose all-zero bytes are the value zero.
+trait Zeroable: Copy {}
+impl Zeroable for u8 {}
+impl Zeroable for u32 {}
+impl Zeroable for f32 {}
+
+/// `n` zeros from the allocator's zeroed memory (pages the OS hands out as they are first
+/// written, so an unfilled ring costs no resident memory), or an error naming `what` where
+/// the allocator refuses — a capacity too large for the machine is an error, not an abort.
+fn zeroed<T: Zeroable>(what: &str, n: usize) -> Result<Vec<T>> {
+    if n == 0 || std::mem::size_of::<T>() == 0 {
+        return Ok(Vec::new());
+    }
+    let refused = || {
+        Error::invalid(
+            format!("frame storage {what}"),
+            n,
+            "a size the allocator grants",
+        )
+    };
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| refused())?;
+    // SAFETY: `layout` has a non-zero size. The block comes from the global allocator with
+    // `T`'s layout for `n` values, all bytes zero, which is the value 0 of every `Zeroable`
+    // type; so it may back a `Vec<T>` of length and capacity `n`, which frees it with the
+    // same layout.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if p.is_null() {
+            return Err(refused());
+        }
+        Ok(Vec::from_raw_parts(p, n, n))
+    }
+}
+
 /// An n-step window ([`FrameStorage::window`]).
 struct Window {
     /// `Σ γ^i r_i` over its steps.
@@ -132,7 +166,8 @@ impl FrameStorage {
     /// # Errors
     /// A zero size, a `gamma` outside `[0, 1]`, a `capacity` below
     /// `num_envs · (stack + n + 1)` (each environment's stack and window must fit beside the
-    /// others'), or one that does not fit in memory's addressing.
+    /// others'), or one that does not fit in memory's addressing or that the allocator
+    /// refuses.
     pub fn new(
         capacity: usize,
         frame: usize,
@@ -184,12 +219,12 @@ impl FrameStorage {
             act_dim,
             n,
             gamma,
-            frames: vec![0; bytes],
-            action: vec![0.0; actions],
-            reward: vec![0.0; capacity],
-            flags: vec![0; capacity],
-            prev: vec![0; capacity],
-            next: vec![0; capacity],
+            frames: zeroed("frames", bytes)?,
+            action: zeroed("actions", actions)?,
+            reward: zeroed("rewards", capacity)?,
+            flags: zeroed("flags", capacity)?,
+            prev: zeroed("links", capacity)?,
+            next: zeroed("links", capacity)?,
             written: 0,
             pending: vec![None; num_envs],
             drawable: 0,
@@ -219,6 +254,11 @@ impl FrameStorage {
     /// Whether `slot` may be drawn now.
     pub fn is_drawable(&self, slot: usize) -> bool {
         self.flags.get(slot).is_some_and(|f| f & DRAWABLE != 0)
+    }
+
+    /// Frames written so far: the next one gets this write number.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// How many frames were written before `slot`'s (its write number), if it holds one:

@@ -5,8 +5,8 @@
 //!
 //! Layout: `magic (8) | version (u64) | body | body length (u64) | CRC-32 of the body
 //! (u64)`; all numbers little-endian. The reader knows the body's length from the file's
-//! size before reading it, so a truncated file is reported before anything is allocated
-//! for it.
+//! size before reading it ([`StreamReader::left`]), so a reader can refuse sizes the file
+//! cannot hold before allocating for them.
 
 use emberlab_core::{Error, Result};
 use std::fs::File;
@@ -184,6 +184,11 @@ impl StreamReader {
         r.body = size - HEAD - TRAILER;
         r.left = r.body;
         Ok((r, version))
+    }
+
+    /// Body bytes not read yet.
+    pub(crate) fn left(&self) -> u64 {
+        self.left
     }
 
     /// The file read.

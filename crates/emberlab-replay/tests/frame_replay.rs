@@ -182,6 +182,41 @@ fn return_weighted_scores_follow_the_episode_rule() {
     assert!(checked_final > 1000 && checked_running > 1000);
 }
 
+/// An episode far longer than the ring: return-weighted bookkeeping stays bounded (the
+/// file it saves loads, its list no longer than the capacity allows) and resumes exactly.
+#[test]
+fn an_endless_episode_saves_and_loads() {
+    let dir = temp_dir("endless");
+    let storage = FrameStorage::new(8, FRAME, 1, 1, 1, 1, 0.9).unwrap();
+    let mut replay = FrameReplay::new(storage, ReturnWeighted::new(8), 3).unwrap();
+    replay.begin(0, &[0; FRAME]).unwrap();
+    for t in 0..600u32 {
+        replay
+            .push(0, &[0.0], (t % 3) as f32, false, false, &[t as u8; FRAME])
+            .unwrap();
+    }
+    let path = dir.join("endless.frames");
+    replay.save(&path).unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size < 2_000, "the file holds {size} bytes for 8 slots");
+    let mut back = FrameReplay::<ReturnWeighted>::load(&path).unwrap();
+    for t in 0..20u32 {
+        let end = t == 19;
+        for r in [&mut replay, &mut back] {
+            r.push(0, &[0.0], 1.0, end, false, &[t as u8; FRAME])
+                .unwrap();
+        }
+    }
+    for s in 0..8 {
+        assert_eq!(
+            replay.sampler().score(s),
+            back.sampler().score(s),
+            "slot {s}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn priorities_of_slots_gone_since_the_draw_are_skipped() {
     let capacity = ENVS * (STACK + N + 1);
@@ -222,6 +257,10 @@ fn priorities_of_slots_gone_since_the_draw_are_skipped() {
         assert_eq!(replay.sampler().stored(s), None, "slot {s} got a priority");
     }
     assert!(replay.update_priorities(&slots, &[1.0]).is_err());
+    assert!(
+        replay.update_priorities(&[capacity], &[1.0]).is_err(),
+        "a slot past the ring"
+    );
     assert!(
         replay.update_priorities(&slots[..1], &[f32::NAN]).is_err() || {
             // The one slot may have gone too, then nothing is updated.
@@ -268,6 +307,46 @@ fn a_seed_gives_the_same_batches_and_misuse_is_an_error() {
     assert_ne!(a, run(10));
     let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
     assert!(FrameReplay::new(storage, Uniform::new(capacity + 1, true), 0).is_err());
+    // A storage already holding frames: the sampler would not know its drawable slots.
+    let mut used = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    used.begin(0, &[0; FRAME], &mut Default::default()).unwrap();
+    assert!(FrameReplay::new(used, Uniform::new(capacity, true), 0).is_err());
+    // A sampler that cannot leave slots out is refused up front.
+    #[derive(Debug)]
+    struct Plain(usize);
+    impl Sampler for Plain {
+        const KIND: &'static str = "plain";
+        fn capacity(&self) -> usize {
+            self.0
+        }
+        fn on_push(&mut self, _: usize, _: f64) -> emberlab_core::Result<()> {
+            Ok(())
+        }
+        fn sample(
+            &mut self,
+            _: usize,
+            _: usize,
+            _: &mut EmberRng,
+            _: &mut Vec<usize>,
+            _: &mut Vec<f32>,
+        ) -> emberlab_core::Result<()> {
+            Ok(())
+        }
+        fn encode(&self, _: &mut emberlab_replay::codec::Encoder) {}
+        fn decode(
+            _: &mut emberlab_replay::codec::Decoder<'_>,
+            capacity: usize,
+        ) -> emberlab_core::Result<Self> {
+            Ok(Plain(capacity))
+        }
+    }
+    let storage = FrameStorage::new(capacity, FRAME, STACK, 1, ENVS, N, 0.9).unwrap();
+    let e = FrameReplay::new(storage, Plain(capacity), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("plain"), "{e}");
+    // A capacity the allocator cannot grant is an error, not an abort.
+    assert!(FrameStorage::new(u32::MAX as usize, 1 << 31, 1, 1, 1, 1, 0.9).is_err());
 }
 
 /// Steps a replay `rounds` times from `rng` (random env, episode ends, frames), drawing a
@@ -371,6 +450,32 @@ fn damaged_or_foreign_files_are_errors_naming_the_problem() {
         let e = load(&bad);
         assert!(e.contains("not a valid frame replay"), "byte {at}: {e}");
     }
+    // A forged file whose checksums hold: its shape names frames larger than the file
+    // carries (refused before allocating for them), or a waiting frame twice.
+    let forge = |patch: &dyn Fn(&mut Vec<u8>)| {
+        let mut f = good.clone();
+        let kind_len = u64::from_le_bytes(f[16..24].try_into().unwrap()) as usize;
+        let at = 24 + kind_len;
+        let shape_len = u64::from_le_bytes(f[at..at + 8].try_into().unwrap()) as usize;
+        let mut shape = f[at + 8..at + 8 + shape_len].to_vec();
+        patch(&mut shape);
+        f[at + 8..at + 8 + shape_len].copy_from_slice(&shape);
+        let crc = crc32fast::hash(&shape) as u64;
+        f[at + 8 + shape_len..at + 16 + shape_len].copy_from_slice(&crc.to_le_bytes());
+        let end = f.len() - 16;
+        let body = crc32fast::hash(&f[16..end]) as u64;
+        f[end + 8..].copy_from_slice(&body.to_le_bytes());
+        load(&f)
+    };
+    // Shape: 6 sizes (capacity, frame, ...), gamma, frames written, drawable, then one
+    // waiting frame per env.
+    let e = forge(&|shape| shape[8..16].copy_from_slice(&(1u64 << 30).to_le_bytes()));
+    assert!(e.contains("truncated"), "{e}");
+    let e = forge(&|shape| {
+        let first: [u8; 8] = shape[72..80].try_into().unwrap();
+        shape[80..88].copy_from_slice(&first);
+    });
+    assert!(e.contains("same frame"), "{e}");
     let mut newer = good.clone();
     newer[8] = 9;
     assert!(load(&newer).contains("version 9"));

@@ -9,6 +9,9 @@ use emberlab_core::Result;
 
 /// The most environments a saved storage may name (a bound on the shape block).
 const MAX_ENVS: u64 = 1 << 20;
+/// More frames than any run writes (a million years at a million frames a second), far
+/// from the counter's overflow.
+const MAX_WRITTEN: u64 = 1 << 62;
 
 impl FrameStorage {
     /// Writes the storage to `w`.
@@ -61,10 +64,25 @@ impl FrameStorage {
             return Err(d.corrupt(format!("num_envs = {num_envs}")));
         }
         let gamma = d.f64("gamma")?;
+        let written = d.u64("frames written")?;
+        if written >= MAX_WRITTEN {
+            return Err(d.corrupt(format!("{written} frames written")));
+        }
+        let len = written.min(capacity as u64) as usize;
+        // The stored slots' columns must be in the file before anything is allocated for
+        // them: a shape naming more than the file holds is a truncated or forged file.
+        let per_slot = (frame as u64)
+            .saturating_add(4 * act_dim as u64)
+            .saturating_add(4 + 1 + 4 + 4);
+        if (len as u64).saturating_mul(per_slot) > r.left() {
+            return Err(r.corrupt(format!(
+                "truncated: {len} stored slots of {per_slot} bytes, {} bytes left",
+                r.left()
+            )));
+        }
         let mut s = FrameStorage::new(capacity, frame, stack, act_dim, num_envs, n, gamma)
             .map_err(|e| d.corrupt(e.to_string()))?;
-        s.written = d.u64("frames written")?;
-        let len = s.len();
+        s.written = written;
         s.drawable = d.len("drawable slots", len)?;
         for (env, p) in s.pending.iter_mut().enumerate() {
             let seq = d.u64("waiting frame")?;
@@ -75,6 +93,11 @@ impl FrameStorage {
                 )));
             }
             *p = (seq != u64::MAX).then_some(seq);
+        }
+        let mut waiting: Vec<u64> = s.pending.iter().flatten().copied().collect();
+        waiting.sort_unstable();
+        if waiting.windows(2).any(|w| w[0] == w[1]) {
+            return Err(d.corrupt("two environments wait on the same frame"));
         }
         if !d.is_done() {
             return Err(d.corrupt("trailing bytes in the storage's shape"));
