@@ -16,7 +16,11 @@
 //!   itself, checked against traces recorded from Gymnasium (`crates/emberlab-env/tools/gen_mujoco_traces.py`).
 //! - **A Gymnasium bridge** (cargo feature `gym`): `make("gym:LunarLander-v3")` steps any
 //!   installed Gymnasium environment with Box or Discrete spaces in a Python worker process
-//!   of its own ([`GymEnv`]), so that vector environments step in parallel.
+//!   of its own ([`GymEnv`]), so that vector environments step in parallel; Atari games
+//!   through SB3's `AtariWrapper` in the same way ([`AtariEnv`]: ale-py, GPL-2, stays in
+//!   the worker), checked against traces recorded from SB3
+//!   (`crates/emberlab-env/tools/gen_atari_traces.py`).
+//! - [`FrameStack`]: the last `k` frames of an image environment as one observation.
 //! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
 //!   registered [`TimeLimit`]; [`register`] adds a user's environment under an id of its
 //!   own, and an [`EnvFactory`] (any closure returning a fresh `Box<dyn Env>`) is how
@@ -59,6 +63,7 @@
 
 mod checks;
 mod classic;
+mod frame_stack;
 #[cfg(feature = "gym")]
 mod gym_bridge;
 #[cfg(feature = "mujoco")]
@@ -73,8 +78,9 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
+pub use frame_stack::FrameStack;
 #[cfg(feature = "gym")]
-pub use gym_bridge::{GymEnv, PYTHON_VAR};
+pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR};
 #[cfg(feature = "mujoco-render")]
 pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]

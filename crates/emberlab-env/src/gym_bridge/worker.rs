@@ -45,9 +45,25 @@ impl Worker {
     /// No Python interpreter, no `gymnasium` in it, an unknown id or an unsupported space
     /// (the worker's own message).
     pub(crate) fn start(python: &str, id: &str) -> Result<(Self, Space, Space)> {
-        let label = format!("gym:{id}");
+        let mut worker = Worker::spawn(python, SCRIPT, &[id], format!("gym:{id}"))?;
+        let tag = worker.tag()?;
+        if tag != b'H' {
+            return Err(worker.unexpected(tag, "its spaces"));
+        }
+        let obs = worker.space("observation")?;
+        let act = worker.space("action")?;
+        Ok((worker, obs, act))
+    }
+
+    /// Starts `python -u -c SCRIPT ARGS...` with piped stdin and stdout, its stderr kept
+    /// (the last few kilobytes) for error messages; `label` names it in them.
+    ///
+    /// # Errors
+    /// No Python interpreter at `python`.
+    pub(crate) fn spawn(python: &str, script: &str, args: &[&str], label: String) -> Result<Self> {
         let mut child = Command::new(python)
-            .args(["-u", "-c", SCRIPT, id])
+            .args(["-u", "-c", script])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -75,20 +91,13 @@ impl Worker {
         let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
             unreachable!("both pipes were requested");
         };
-        let mut worker = Worker {
+        Ok(Worker {
             label,
             child,
             to: BufWriter::new(to),
             from: BufReader::new(from),
             stderr,
-        };
-        let tag = worker.tag()?;
-        if tag != b'H' {
-            return Err(worker.unexpected(tag, "its spaces"));
-        }
-        let obs = worker.space("observation")?;
-        let act = worker.space("action")?;
-        Ok((worker, obs, act))
+        })
     }
 
     fn dead(&mut self, what: &str) -> Error {
@@ -118,20 +127,20 @@ impl Worker {
         }
     }
 
-    fn read_exact(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
+    pub(crate) fn read_exact(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
         if self.from.read_exact(buf).is_err() {
             return Err(self.dead(what));
         }
         Ok(())
     }
 
-    fn tag(&mut self) -> Result<u8> {
+    pub(crate) fn tag(&mut self) -> Result<u8> {
         let mut t = [0u8];
         self.read_exact(&mut t, "waiting for an answer")?;
         Ok(t[0])
     }
 
-    fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         let mut b = [0u8; 4];
         self.read_exact(&mut b, "reading a length")?;
         Ok(u32::from_le_bytes(b))
@@ -154,7 +163,7 @@ impl Worker {
 
     /// The error for a tag other than the expected one: the worker's `E` message, or a
     /// protocol error.
-    fn unexpected(&mut self, tag: u8, what: &str) -> Error {
+    pub(crate) fn unexpected(&mut self, tag: u8, what: &str) -> Error {
         if tag != b'E' {
             return Error::Unavailable {
                 what: format!("{} worker", self.label),
@@ -195,7 +204,7 @@ impl Worker {
         }
     }
 
-    fn send(&mut self, bytes: &[&[u8]]) -> Result<()> {
+    pub(crate) fn send(&mut self, bytes: &[&[u8]]) -> Result<()> {
         let ok = bytes.iter().all(|b| self.to.write_all(b).is_ok()) && self.to.flush().is_ok();
         if ok {
             Ok(())

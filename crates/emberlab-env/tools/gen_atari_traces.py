@@ -3,9 +3,13 @@
 
     .venv-torch/bin/pip install ale-py==0.12.1 gymnasium==1.4.0 stable-baselines3==2.9.2 \
         opencv-python-headless
-    .venv-torch/bin/python benches/reference/atari_traces.py --env-id BreakoutNoFrameskip-v4 \
-        [--seed 0] [--steps 2000] [--action-seed 123] [--noop-max 0] [--full-obs] \
-        [--no-compress] --out breakout.npz
+    .venv-torch/bin/python crates/emberlab-env/tools/gen_atari_traces.py \
+        --env-id BreakoutNoFrameskip-v4 [--seed 0] [--steps 2000] [--action-seed 123] \
+        [--noop-max 0] [--full-obs] [--no-compress] (--out breakout.npz | --raw DIR)
+
+`--raw DIR` writes the arrays Ember's test reads (crates/emberlab-env/tests/atari.rs) as
+raw little-endian files instead: actions.i64, frames.u8, rewards.f32, terminated.u8,
+truncated.u8, game_over.u8, lives.i32, obs.u8 (with --full-obs) and meta.json.
 
 Runs the exact stack that SB3's `make_atari_env(env_id, n_envs=1, seed=seed)` +
 `VecFrameStack(n_stack=4)` builds (minus `Monitor`, which changes nothing the agent sees):
@@ -54,6 +58,7 @@ sign. `--noop-max 0` drops NoopResetEnv entirely (AtariWrapper only adds it when
 """
 
 import argparse
+import os
 import hashlib
 import json
 import platform
@@ -141,8 +146,11 @@ def main():
     p.add_argument("--noop-max", type=int, default=0, help="SB3 default is 30; 0 disables")
     p.add_argument("--full-obs", action="store_true", help="also store full stacked obs")
     p.add_argument("--no-compress", action="store_true", help="np.savez instead of savez_compressed")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out")
+    p.add_argument("--raw", help="write raw little-endian arrays into this folder")
     args = p.parse_args()
+    if (args.out is None) == (args.raw is None):
+        p.error("give exactly one of --out and --raw")
     if not args.env_id.endswith("NoFrameskip-v4"):
         p.error("AtariWrapper expects a *NoFrameskip-v4 env id")
 
@@ -219,7 +227,18 @@ def main():
     )
     if obs_all is not None:
         arrays["obs"] = obs_all
-    (np.savez if args.no_compress else np.savez_compressed)(args.out, **arrays)
+    if args.raw:
+        os.makedirs(args.raw, exist_ok=True)
+        for name, kind in [("actions", "<i8"), ("frames", "u1"), ("rewards", "<f4"),
+                           ("terminated", "u1"), ("truncated", "u1"), ("game_over", "u1"),
+                           ("lives", "<i4")] + ([("obs", "u1")] if obs_all is not None else []):
+            ext = {"<i8": "i64", "u1": "u8", "<f4": "f32", "<i4": "i32"}[kind]
+            arrays[name].astype(kind).tofile(os.path.join(args.raw, f"{name}.{ext}"))
+        with open(os.path.join(args.raw, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        args.out = args.raw
+    else:
+        (np.savez if args.no_compress else np.savez_compressed)(args.out, **arrays)
     dones = terminated | truncated
     print(f"{args.env_id} seed={args.seed} steps={n}: {int(dones.sum())} dones "
           f"({int((terminated & ~game_over).sum())} life losses, {int(game_over.sum())} game overs, "

@@ -1,0 +1,77 @@
+//! [`FrameStack`]: the last `k` frames of an image environment as one observation, as
+//! Stable-Baselines3's `VecFrameStack` builds it (zeros before an episode's first frame,
+//! oldest frame first), laid out channels first (`[k · c, h, w]`, as `VecTransposeImage`
+//! gives PyTorch's convolutions).
+
+use emberlab_core::{Error, Result};
+
+/// The last `k` frames of `frame_len` bytes each (module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameStack {
+    frame_len: usize,
+    data: Vec<u8>,
+}
+
+impl FrameStack {
+    /// A stack of `k` frames of `frame_len` bytes, all zero.
+    ///
+    /// # Errors
+    /// A zero size.
+    pub fn new(k: usize, frame_len: usize) -> Result<Self> {
+        if k == 0 || frame_len == 0 {
+            return Err(Error::invalid(
+                "frame stack",
+                format!("{k} frames of {frame_len} bytes"),
+                "at least one frame of at least one byte",
+            ));
+        }
+        Ok(FrameStack {
+            frame_len,
+            data: vec![0; k * frame_len],
+        })
+    }
+
+    /// Starts an episode: zeros, then `frame` as the newest.
+    ///
+    /// # Errors
+    /// A frame of the wrong size.
+    pub fn reset(&mut self, frame: &[u8]) -> Result<&[u8]> {
+        Error::check_len("frame", self.frame_len, frame.len())?;
+        self.data.fill(0);
+        self.push(frame)
+    }
+
+    /// Adds `frame` as the newest, dropping the oldest.
+    ///
+    /// # Errors
+    /// A frame of the wrong size.
+    pub fn push(&mut self, frame: &[u8]) -> Result<&[u8]> {
+        Error::check_len("frame", self.frame_len, frame.len())?;
+        self.data.copy_within(self.frame_len.., 0);
+        let start = self.data.len() - self.frame_len;
+        self.data[start..].copy_from_slice(frame);
+        Ok(&self.data)
+    }
+
+    /// The stacked observation, oldest frame first.
+    pub fn obs(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeros_then_oldest_first() {
+        let mut s = FrameStack::new(3, 2).unwrap();
+        assert_eq!(s.reset(&[1, 1]).unwrap(), [0, 0, 0, 0, 1, 1]);
+        assert_eq!(s.push(&[2, 2]).unwrap(), [0, 0, 1, 1, 2, 2]);
+        assert_eq!(s.push(&[3, 3]).unwrap(), [1, 1, 2, 2, 3, 3]);
+        assert_eq!(s.push(&[4, 4]).unwrap(), [2, 2, 3, 3, 4, 4]);
+        assert_eq!(s.reset(&[5, 5]).unwrap(), [0, 0, 0, 0, 5, 5]);
+        assert!(s.push(&[1]).is_err());
+        assert!(FrameStack::new(0, 4).is_err());
+    }
+}

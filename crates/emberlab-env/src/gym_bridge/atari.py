@@ -1,0 +1,112 @@
+# The worker side of Ember's Atari environments (emberlab-env, feature `gym`): one process
+# per game, run as `python -u -c <this file> ENV_ID NOOP_MAX FRAME_SKIP LIFE_LOSS CLIP`,
+# stepping Gymnasium's ALE environment (ale-py, GPL-2: it stays in this process) through
+# Stable-Baselines3's `AtariWrapper` (no-op starts, frame skip with the max of the last two
+# frames, episodic life, fire reset, 84x84 grayscale, reward clipping). It sends the newest
+# 84x84 frame of each observation; Ember stacks frames itself. Little-endian, over
+# stdin/stdout (the game's own prints go to stderr).
+#
+# Worker -> Ember, once: b"H" + u32 actions + u32 height + u32 width, or b"E" + u32 length +
+#   UTF-8 message, then exit (no gymnasium / ale-py / SB3, an unknown id).
+# Ember -> worker: b"R" + u8 has_seed + u64 seed | b"S" + u32 action | b"Q".
+# Worker -> Ember: b"O" + frame + u32 lives (after R) | b"T" + frame + f32 reward
+#   + u8 terminated + u8 truncated + u8 game_over + u32 lives (after S) | b"E" + u32 length +
+#   message (the game raised; the worker goes on).
+# After a step that terminated (a life lost counts, as in SB3) or truncated, Ember sends R
+# without a seed: SB3's DummyVecEnv resets the same way, which after a lost life continues the
+# game (EpisodicLifeEnv) rather than starting a new one.
+import os
+import struct
+import sys
+
+out = os.fdopen(os.dup(1), "wb", buffering=0)
+os.dup2(2, 1)  # print() in the game must not reach the protocol
+inp = os.fdopen(os.dup(0), "rb", buffering=0)
+
+
+def send(data):
+    out.write(data)
+
+
+def fail(message):
+    data = message.encode("utf-8", "replace")
+    send(b"E" + struct.pack("<I", len(data)) + data)
+
+
+def read(n):
+    buf = b""
+    while len(buf) < n:
+        chunk = inp.read(n - len(buf))
+        if not chunk:
+            sys.exit(0)  # Ember closed the pipe
+        buf += chunk
+    return buf
+
+
+def main():
+    env_id, noop_max, frame_skip, life_loss, clip = sys.argv[1:6]
+    try:
+        import numpy as np
+        import gymnasium as gym
+        import ale_py
+        from stable_baselines3.common.atari_wrappers import AtariWrapper
+    except ImportError as e:
+        fail(
+            f"{type(e).__name__}: {e} (in {sys.executable}; "
+            "pip install gymnasium ale-py stable-baselines3 opencv-python-headless)"
+        )
+        return
+    try:
+        gym.register_envs(ale_py)
+        # AtariWrapper skips frames itself: the v5 ids' own skip is turned off.
+        kwargs = {"frameskip": 1} if env_id.startswith("ALE/") else {}
+        env = AtariWrapper(
+            gym.make(env_id, **kwargs),
+            noop_max=int(noop_max),
+            frame_skip=int(frame_skip),
+            terminal_on_life_loss=life_loss == "1",
+            clip_reward=clip == "1",
+        )
+        actions = int(env.action_space.n)
+        height, width, _ = env.observation_space.shape
+    except Exception as e:
+        fail(f"{type(e).__name__}: {e}")
+        return
+    send(b"H" + struct.pack("<III", actions, height, width))
+    ale = env.unwrapped.ale
+
+    def frame(obs):
+        return np.ascontiguousarray(obs[:, :, 0], dtype=np.uint8).tobytes()
+
+    while True:
+        op = read(1)
+        if op == b"Q":
+            env.close()
+            return
+        if op == b"R":
+            has_seed, seed = struct.unpack("<BQ", read(9))
+            try:
+                obs, _ = env.reset(seed=seed if has_seed else None)
+                send(b"O" + frame(obs) + struct.pack("<I", int(ale.lives())))
+            except Exception as e:
+                fail(f"{type(e).__name__} in reset: {e}")
+        elif op == b"S":
+            (action,) = struct.unpack("<I", read(4))
+            try:
+                obs, reward, terminated, truncated, _ = env.step(int(action))
+                game_over = bool(ale.game_over(with_truncation=False))
+                send(
+                    b"T"
+                    + frame(obs)
+                    + struct.pack(
+                        "<fBBBI", float(reward), bool(terminated), bool(truncated), game_over, int(ale.lives())
+                    )
+                )
+            except Exception as e:
+                fail(f"{type(e).__name__} in step: {e}")
+        else:
+            fail(f"protocol error: unknown request {op!r}")
+            return
+
+
+main()

@@ -1,0 +1,215 @@
+//! [`AtariEnv`]: an Atari game stepped by the Arcade Learning Environment (PyPI's `ale-py`)
+//! through Gymnasium and Stable-Baselines3's `AtariWrapper`, in a Python worker process of
+//! its own (`atari.py`).
+//!
+//! **Why a process.** ale-py is GPL-2; Ember's crates are MIT/Apache. Running it in another
+//! process, spoken to over a pipe, keeps it out of Ember's binaries. A study of ale-py's own
+//! threaded vector env (docs/plans/atari.md) found that no setting of it reproduces SB3's
+//! wrappers exactly — fire reset, life loss and max-pooling all differ. The worker therefore
+//! runs SB3's `AtariWrapper` itself: no-op starts (up to 30), frame skip 4 with the max of
+//! the last two frames, a lost life ends the episode (the game goes on after the reset),
+//! fire after every reset where the game has FIRE, 84×84 grayscale, rewards clipped to their
+//! sign. Each step sends back the *newest* frame only (7 KB); stacks are built by Ember
+//! ([`crate::FrameStack`], or frame replay), so no frame crosses the pipe twice.
+
+use super::worker::{Worker, default_python};
+use emberlab_core::{Error, Result};
+
+const SCRIPT: &str = include_str!("atari.py");
+
+/// How the worker wraps the game; the defaults are SB3's `AtariWrapper`'s.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AtariConfig {
+    /// Most no-op frames after a reset (a random count from 1; 0: none).
+    pub noop_max: u32,
+    /// Frames per step (the observation is the max of the last two).
+    pub frame_skip: u32,
+    /// Whether a lost life ends the episode (the game itself goes on after the reset).
+    pub terminal_on_life_loss: bool,
+    /// Whether rewards are clipped to their sign.
+    pub clip_reward: bool,
+}
+
+impl Default for AtariConfig {
+    fn default() -> Self {
+        AtariConfig {
+            noop_max: 30,
+            frame_skip: 4,
+            terminal_on_life_loss: true,
+            clip_reward: true,
+        }
+    }
+}
+
+/// What a step returned (the frame is [`AtariEnv::frame`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AtariStep {
+    /// The reward (clipped to its sign unless [`AtariConfig::clip_reward`] is off).
+    pub reward: f32,
+    /// The episode ended: the game is over, or a life was lost.
+    pub terminated: bool,
+    /// The game hit its frame budget (108,000 frames) first.
+    pub truncated: bool,
+    /// The game itself is over (not only a life).
+    pub game_over: bool,
+    /// Lives left.
+    pub lives: u32,
+}
+
+/// One Atari game in a worker process (module docs). Actions are indices into the game's
+/// minimal action set.
+pub struct AtariEnv {
+    worker: Worker,
+    id: String,
+    actions: usize,
+    shape: [usize; 2],
+    frame: Vec<u8>,
+    lives: u32,
+    /// Whether the next call must be a reset (at the start, after an episode's end).
+    needs_reset: bool,
+}
+
+impl std::fmt::Debug for AtariEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtariEnv")
+            .field("id", &self.id)
+            .field("actions", &self.actions)
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AtariEnv {
+    /// The game `id` (`PongNoFrameskip-v4`, `ALE/Breakout-v5`, ...) run by the interpreter in
+    /// `EMBER_PYTHON` (else `python3`), which needs gymnasium, ale-py, stable-baselines3 and
+    /// opencv-python-headless.
+    ///
+    /// # Errors
+    /// See [`AtariEnv::with_python`].
+    pub fn new(id: &str, config: &AtariConfig) -> Result<Self> {
+        Self::with_python(id, config, &default_python())
+    }
+
+    /// The game `id` run by the interpreter `python`.
+    ///
+    /// # Errors
+    /// No interpreter there, a package missing from it, an unknown id (the worker's own
+    /// message), or a frame skip of 0.
+    pub fn with_python(id: &str, config: &AtariConfig, python: &str) -> Result<Self> {
+        if config.frame_skip == 0 {
+            return Err(Error::invalid("atari frame_skip", 0, ">= 1"));
+        }
+        let flag = |b: bool| if b { "1" } else { "0" };
+        let args = [
+            id.to_string(),
+            config.noop_max.to_string(),
+            config.frame_skip.to_string(),
+            flag(config.terminal_on_life_loss).into(),
+            flag(config.clip_reward).into(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut worker = Worker::spawn(python, SCRIPT, &args, format!("atari:{id}"))?;
+        let tag = worker.tag()?;
+        if tag != b'H' {
+            return Err(worker.unexpected(tag, "the game's sizes"));
+        }
+        let actions = worker.u32()? as usize;
+        let shape = [worker.u32()? as usize, worker.u32()? as usize];
+        Ok(AtariEnv {
+            worker,
+            id: id.to_string(),
+            actions,
+            shape,
+            frame: vec![0; shape[0] * shape[1]],
+            lives: 0,
+            needs_reset: true,
+        })
+    }
+
+    /// The game's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Number of actions (the game's minimal action set).
+    pub fn actions(&self) -> usize {
+        self.actions
+    }
+
+    /// Height and width of a frame (84 × 84).
+    pub fn frame_shape(&self) -> [usize; 2] {
+        self.shape
+    }
+
+    /// The newest frame, row-major grayscale bytes.
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    /// Lives left, as of the last reset or step.
+    pub fn lives(&self) -> u32 {
+        self.lives
+    }
+
+    /// Resets the game (seeding it when `seed` is given); returns the first frame. After a
+    /// lost life (with [`AtariConfig::terminal_on_life_loss`]) the game goes on from where
+    /// it was, as SB3's does.
+    ///
+    /// # Errors
+    /// The worker died or the game raised.
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
+        let head = [b'R', u8::from(seed.is_some())];
+        self.worker
+            .send(&[&head, &seed.unwrap_or(0).to_le_bytes()])?;
+        match self.worker.tag()? {
+            b'O' => {
+                self.worker.read_exact(&mut self.frame, "reading a frame")?;
+                self.lives = self.worker.u32()?;
+                self.needs_reset = false;
+                Ok(&self.frame)
+            }
+            other => Err(self.worker.unexpected(other, "a frame")),
+        }
+    }
+
+    /// Steps the game with action `action`; the new frame is [`AtariEnv::frame`].
+    ///
+    /// # Errors
+    /// An action outside the game's set, a step before the first reset or after an episode
+    /// ended, the worker died or the game raised.
+    pub fn step(&mut self, action: usize) -> Result<AtariStep> {
+        if action >= self.actions {
+            return Err(Error::InvalidAction {
+                action: action.to_string(),
+                space: format!("Discrete({}) of {}", self.actions, self.id),
+            });
+        }
+        if self.needs_reset {
+            return Err(Error::invalid(
+                "atari step",
+                format!("{} before a reset", self.id),
+                "a reset at the start and after every episode end",
+            ));
+        }
+        self.worker.send(&[b"S", &(action as u32).to_le_bytes()])?;
+        match self.worker.tag()? {
+            b'T' => {
+                self.worker.read_exact(&mut self.frame, "reading a frame")?;
+                let mut rest = [0u8; 11];
+                self.worker.read_exact(&mut rest, "reading a step")?;
+                let reward = f32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+                let step = AtariStep {
+                    reward,
+                    terminated: rest[4] != 0,
+                    truncated: rest[5] != 0,
+                    game_over: rest[6] != 0,
+                    lives: u32::from_le_bytes(rest[7..11].try_into().expect("4 bytes")),
+                };
+                self.lives = step.lives;
+                self.needs_reset = step.terminated || step.truncated;
+                Ok(step)
+            }
+            other => Err(self.worker.unexpected(other, "a step")),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Atari games through `AtariEnv` (the worker running SB3's `AtariWrapper`) and
+//! `FrameStack`, against traces recorded from Stable-Baselines3's own stack
+//! (`VecFrameStack(DummyVecEnv([AtariWrapper(gym.make(id))]), 4)`) by
+//! `crates/emberlab-env/tools/gen_atari_traces.py`, the same seeds and actions: every
+//! stacked observation byte for byte, every reward, termination (lost lives included),
+//! truncation, game over and life count, over episodes that end. Needs `EMBER_PY_PYTHON`:
+//! the torch venv of `scripts/setup-python.sh`, with gymnasium, ale-py, stable-baselines3
+//! and opencv-python-headless. Without it the tests fail, saying so.
+
+#![cfg(feature = "gym")]
+
+use emberlab_env::{AtariConfig, AtariEnv, FrameStack};
+use std::path::{Path, PathBuf};
+
+const FRAME: usize = 84 * 84;
+
+fn python() -> String {
+    std::env::var("EMBER_PY_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "EMBER_PY_PYTHON is not set: the Atari tests need Python with gymnasium, \
+                 ale-py, stable-baselines3 and opencv-python-headless (scripts/setup-python.sh \
+                 > /tmp/py.env && . /tmp/py.env)"
+            )
+        })
+}
+
+/// Records a trace of `id` with SB3's stack into a fresh folder.
+fn record(id: &str, seed: u64, steps: usize) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "ember-atari-{}-{seed}-{}",
+        id.replace('/', "_"),
+        std::process::id()
+    ));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/gen_atari_traces.py");
+    let out = std::process::Command::new(python())
+        .arg(&script)
+        .args(["--env-id", id, "--noop-max", "30", "--full-obs"])
+        .args(["--seed", &seed.to_string(), "--steps", &steps.to_string()])
+        .arg("--raw")
+        .arg(&dir)
+        .output()
+        .expect("running the trace generator");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+fn bytes(dir: &Path, name: &str) -> Vec<u8> {
+    std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn words<const N: usize>(dir: &Path, name: &str) -> Vec<[u8; N]> {
+    bytes(dir, name)
+        .chunks_exact(N)
+        .map(|c| c.try_into().unwrap())
+        .collect()
+}
+
+/// Ember's stack (channels first) against SB3's (channels last), both oldest frame first.
+fn same_stack(ours: &[u8], theirs: &[u8]) -> bool {
+    (0..4).all(|k| (0..FRAME).all(|i| ours[k * FRAME + i] == theirs[i * 4 + k]))
+}
+
+/// What a replay met.
+#[derive(Debug, Default)]
+struct Met {
+    life_losses: usize,
+    game_overs: usize,
+    nonzero_rewards: usize,
+}
+
+fn replay(id: &str, seed: u64, steps: usize) -> Met {
+    let dir = record(id, seed, steps);
+    let actions: Vec<i64> = words::<8>(&dir, "actions.i64")
+        .into_iter()
+        .map(i64::from_le_bytes)
+        .collect();
+    let rewards: Vec<f32> = words::<4>(&dir, "rewards.f32")
+        .into_iter()
+        .map(f32::from_le_bytes)
+        .collect();
+    let lives: Vec<i32> = words::<4>(&dir, "lives.i32")
+        .into_iter()
+        .map(i32::from_le_bytes)
+        .collect();
+    let (terminated, truncated, game_over) = (
+        bytes(&dir, "terminated.u8"),
+        bytes(&dir, "truncated.u8"),
+        bytes(&dir, "game_over.u8"),
+    );
+    let obs = bytes(&dir, "obs.u8");
+    assert_eq!(actions.len(), steps);
+    assert_eq!(obs.len(), (steps + 1) * 4 * FRAME);
+    let theirs = |t: usize| &obs[t * 4 * FRAME..(t + 1) * 4 * FRAME];
+
+    let mut env = AtariEnv::with_python(id, &AtariConfig::default(), &python())
+        .unwrap_or_else(|e| panic!("{id}: {e}"));
+    assert_eq!(env.frame_shape(), [84, 84]);
+    let mut stack = FrameStack::new(4, FRAME).unwrap();
+    let first = env.reset(Some(seed)).unwrap().to_vec();
+    stack.reset(&first).unwrap();
+    assert!(
+        same_stack(stack.obs(), theirs(0)),
+        "{id}: the first observation"
+    );
+    let mut met = Met::default();
+    for t in 0..steps {
+        let s = env.step(actions[t] as usize).unwrap();
+        let what = format!("{id} seed {seed}, step {t}");
+        assert_eq!(s.reward, rewards[t], "{what}: reward");
+        assert_eq!(s.terminated, terminated[t] != 0, "{what}: terminated");
+        assert_eq!(s.truncated, truncated[t] != 0, "{what}: truncated");
+        assert_eq!(s.game_over, game_over[t] != 0, "{what}: game over");
+        assert_eq!(s.lives as i32, lives[t], "{what}: lives");
+        met.nonzero_rewards += usize::from(s.reward != 0.0);
+        if s.terminated || s.truncated {
+            met.game_overs += usize::from(s.game_over);
+            met.life_losses += usize::from(!s.game_over);
+            let frame = env.reset(None).unwrap().to_vec();
+            stack.reset(&frame).unwrap();
+        } else {
+            let frame = env.frame().to_vec();
+            stack.push(&frame).unwrap();
+        }
+        assert!(
+            same_stack(stack.obs(), theirs(t + 1)),
+            "{what}: observation"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    met
+}
+
+#[test]
+fn breakout_matches_sb3_through_lost_lives_and_game_overs() {
+    let met = replay("BreakoutNoFrameskip-v4", 3, 2000);
+    assert!(met.life_losses >= 10 && met.game_overs >= 2, "{met:?}");
+    assert!(met.nonzero_rewards > 0, "{met:?}");
+}
+
+#[test]
+fn pong_matches_sb3_to_the_end_of_a_game() {
+    let met = replay("PongNoFrameskip-v4", 0, 1200);
+    assert!(met.game_overs >= 1 && met.nonzero_rewards >= 15, "{met:?}");
+}
+
+#[test]
+fn misuse_and_unknown_games_are_errors_naming_them() {
+    let python = python();
+    let mut env =
+        AtariEnv::with_python("PongNoFrameskip-v4", &AtariConfig::default(), &python).unwrap();
+    let e = env.step(0).unwrap_err().to_string();
+    assert!(e.contains("before a reset"), "{e}");
+    env.reset(Some(1)).unwrap();
+    let e = env.step(env.actions()).unwrap_err().to_string();
+    assert!(e.contains("Discrete(6)"), "{e}");
+    env.step(0).unwrap();
+    let e = AtariEnv::with_python("NoSuchGameNoFrameskip-v4", &AtariConfig::default(), &python)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("NoSuchGame"), "{e}");
+    let bad = AtariConfig {
+        frame_skip: 0,
+        ..AtariConfig::default()
+    };
+    assert!(AtariEnv::with_python("PongNoFrameskip-v4", &bad, &python).is_err());
+}
