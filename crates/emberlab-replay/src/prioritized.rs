@@ -93,14 +93,7 @@ impl Prioritized {
     }
 
     fn check_slot(&self, slot: usize) -> Result<()> {
-        if slot >= self.sum.capacity() {
-            return Err(Error::invalid(
-                "slot",
-                slot,
-                format!("< capacity {}", self.sum.capacity()),
-            ));
-        }
-        Ok(())
+        crate::sampler::check_slot(slot, self.sum.capacity())
     }
 
     /// Sets the priorities (e.g. `|TD error|`) of the given slots, which must hold

@@ -75,14 +75,7 @@ impl ReturnWeighted {
     }
 
     fn check_slot(&self, slot: usize) -> Result<()> {
-        if slot >= self.sum.capacity() {
-            return Err(Error::invalid(
-                "slot",
-                slot,
-                format!("< capacity {}", self.sum.capacity()),
-            ));
-        }
-        Ok(())
+        crate::sampler::check_slot(slot, self.sum.capacity())
     }
 
     /// The score of `slot`, if it holds one.

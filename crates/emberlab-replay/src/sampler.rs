@@ -92,3 +92,15 @@ pub trait Sampler: Send + Sized {
     /// Reads a state written by [`Sampler::encode`] for a storage of `capacity` slots.
     fn decode(dec: &mut Decoder<'_>, capacity: usize) -> Result<Self>;
 }
+
+/// An error unless `slot < capacity`, naming both: the slot check every sampler makes.
+pub(crate) fn check_slot(slot: usize, capacity: usize) -> Result<()> {
+    if slot >= capacity {
+        return Err(Error::invalid(
+            "slot",
+            slot,
+            format!("< capacity {capacity}"),
+        ));
+    }
+    Ok(())
+}

@@ -159,14 +159,7 @@ impl Uniform {
     }
 
     fn check_slot(&self, slot: usize) -> Result<()> {
-        if slot >= self.capacity {
-            return Err(Error::invalid(
-                "slot",
-                slot,
-                format!("< capacity {}", self.capacity),
-            ));
-        }
-        Ok(())
+        crate::sampler::check_slot(slot, self.capacity)
     }
 }
 

@@ -15,32 +15,7 @@
 # After a step that terminated (a life lost counts, as in SB3) or truncated, Ember sends R
 # without a seed: SB3's DummyVecEnv resets the same way, which after a lost life continues the
 # game (EpisodicLifeEnv) rather than starting a new one.
-import os
-import struct
-import sys
-
-out = os.fdopen(os.dup(1), "wb", buffering=0)
-os.dup2(2, 1)  # print() in the game must not reach the protocol
-inp = os.fdopen(os.dup(0), "rb", buffering=0)
-
-
-def send(data):
-    out.write(data)
-
-
-def fail(message):
-    data = message.encode("utf-8", "replace")
-    send(b"E" + struct.pack("<I", len(data)) + data)
-
-
-def read(n):
-    buf = b""
-    while len(buf) < n:
-        chunk = inp.read(n - len(buf))
-        if not chunk:
-            sys.exit(0)  # Ember closed the pipe
-        buf += chunk
-    return buf
+# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read.)
 
 
 def main():

@@ -10,32 +10,7 @@
 # Worker -> Ember: b"O" + f32[n] obs (after R) | b"T" + f32[n] obs + f64 reward
 #   + u8 terminated + u8 truncated (after S) | b"E" + u32 length + message (the environment
 #   raised; the worker goes on).
-import os
-import struct
-import sys
-
-out = os.fdopen(os.dup(1), "wb", buffering=0)
-os.dup2(2, 1)  # print() in the environment must not reach the protocol
-inp = os.fdopen(os.dup(0), "rb", buffering=0)
-
-
-def send(data):
-    out.write(data)
-
-
-def fail(message):
-    data = message.encode("utf-8", "replace")
-    send(b"E" + struct.pack("<I", len(data)) + data)
-
-
-def read(n):
-    buf = b""
-    while len(buf) < n:
-        chunk = inp.read(n - len(buf))
-        if not chunk:
-            sys.exit(0)  # Ember closed the pipe
-        buf += chunk
-    return buf
+# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read.)
 
 
 def describe(space, what, np, spaces):

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 /// The variable naming the Python interpreter (default `python3`).
 pub const PYTHON_VAR: &str = "EMBER_PYTHON";
 const SCRIPT: &str = include_str!("bridge.py");
+/// The pipe helpers every worker script starts with.
+const PIPE: &str = include_str!("pipe.py");
 /// How much of the worker's stderr is kept for error messages.
 const TAIL: usize = 4096;
 
@@ -55,14 +57,16 @@ impl Worker {
         Ok((worker, obs, act))
     }
 
-    /// Starts `python -u -c SCRIPT ARGS...` with piped stdin and stdout, its stderr kept
-    /// (the last few kilobytes) for error messages; `label` names it in them.
+    /// Starts `python -u -c SCRIPT ARGS...` (`pipe.py`'s helpers first) with piped stdin and
+    /// stdout, its stderr kept (the last few kilobytes) for error messages; `label` names it
+    /// in them.
     ///
     /// # Errors
     /// No Python interpreter at `python`.
     pub(crate) fn spawn(python: &str, script: &str, args: &[&str], label: String) -> Result<Self> {
+        let program = format!("{PIPE}\n{script}");
         let mut child = Command::new(python)
-            .args(["-u", "-c", script])
+            .args(["-u", "-c", &program])
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
