@@ -1,6 +1,7 @@
 //! Env steps per second of Atari games through [`AtariEnv`] (SB3's `AtariWrapper` in one
-//! worker process per game) with random actions: `--envs N` games stepped side by side, one
-//! thread each, for `--secs S` seconds. Compare with SB3's own stack in one process
+//! worker process per game) with random actions, each frame pushed into a [`FrameStack`] of
+//! 4 as SB3's `VecFrameStack` stacks them: `--envs N` games stepped side by side, one thread
+//! each, for `--secs S` seconds. Compare with SB3's own stack in one process
 //! (`DummyVecEnv`), e.g. docs/plans/atari.md's 2,125 steps/s for 8 Pong games here.
 //!
 //! ```text
@@ -8,7 +9,7 @@
 //!     --example atari_speed -- [--id PongNoFrameskip-v4] [--envs 8] [--secs 5]
 //! ```
 
-use emberlab_env::{AtariConfig, AtariEnv};
+use emberlab_env::{AtariConfig, AtariEnv, FrameStack};
 use std::time::{Duration, Instant};
 
 fn main() -> emberlab_core::Result<()> {
@@ -41,12 +42,16 @@ fn main() -> emberlab_core::Result<()> {
             .map(|(i, mut env)| {
                 s.spawn(move || {
                     let mut rng = emberlab_core::EmberRng::seed_from(i as u64);
-                    env.reset(Some(i as u64))?;
+                    let [h, w] = env.frame_shape();
+                    let mut stack = FrameStack::new(4, h * w)?;
+                    stack.reset(env.reset(Some(i as u64))?)?;
                     let mut n = 0u64;
                     while start.elapsed() < until {
                         let step = env.step(rng.below(env.actions() as u64) as usize)?;
                         if step.terminated || step.truncated {
-                            env.reset(None)?;
+                            stack.reset(env.reset(None)?)?;
+                        } else {
+                            stack.push(env.frame())?;
                         }
                         n += 1;
                     }

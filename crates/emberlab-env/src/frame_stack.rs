@@ -1,7 +1,7 @@
 //! [`FrameStack`]: the last `k` frames of an image environment as one observation, as
 //! Stable-Baselines3's `VecFrameStack` builds it (zeros before an episode's first frame,
-//! oldest frame first), laid out channels first (`[k · c, h, w]`, as `VecTransposeImage`
-//! gives PyTorch's convolutions).
+//! oldest frame first): frames one after another, so channels-first frames `[c, h, w]`
+//! give `[k · c, h, w]`, as `VecTransposeImage` gives PyTorch's convolutions.
 
 use emberlab_core::{Error, Result};
 
@@ -16,9 +16,9 @@ impl FrameStack {
     /// A stack of `k` frames of `frame_len` bytes, all zero.
     ///
     /// # Errors
-    /// A zero size.
+    /// A zero size, or one too large to address.
     pub fn new(k: usize, frame_len: usize) -> Result<Self> {
-        if k == 0 || frame_len == 0 {
+        if k == 0 || frame_len == 0 || k.checked_mul(frame_len).is_none() {
             return Err(Error::invalid(
                 "frame stack",
                 format!("{k} frames of {frame_len} bytes"),

@@ -27,8 +27,9 @@ fn python() -> String {
         })
 }
 
-/// Records a trace of `id` with SB3's stack into a fresh folder.
-fn record(id: &str, seed: u64, steps: usize) -> PathBuf {
+/// Records a trace of `id` with SB3's stack into a fresh folder (`max_frames`: ALE's
+/// budget per game).
+fn record(id: &str, seed: u64, steps: usize, max_frames: Option<u32>) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "ember-atari-{}-{seed}-{}",
         id.replace('/', "_"),
@@ -39,6 +40,7 @@ fn record(id: &str, seed: u64, steps: usize) -> PathBuf {
         .arg(&script)
         .args(["--env-id", id, "--noop-max", "30", "--full-obs"])
         .args(["--seed", &seed.to_string(), "--steps", &steps.to_string()])
+        .args(max_frames.map(|m| format!("--max-frames={m}")))
         .arg("--raw")
         .arg(&dir)
         .output()
@@ -73,11 +75,12 @@ fn same_stack(ours: &[u8], theirs: &[u8]) -> bool {
 struct Met {
     life_losses: usize,
     game_overs: usize,
+    truncations: usize,
     nonzero_rewards: usize,
 }
 
-fn replay(id: &str, seed: u64, steps: usize) -> Met {
-    let dir = record(id, seed, steps);
+fn replay(id: &str, seed: u64, steps: usize, max_frames: Option<u32>) -> Met {
+    let dir = record(id, seed, steps, max_frames);
     let actions: Vec<i64> = words::<8>(&dir, "actions.i64")
         .into_iter()
         .map(i64::from_le_bytes)
@@ -96,12 +99,17 @@ fn replay(id: &str, seed: u64, steps: usize) -> Met {
         bytes(&dir, "game_over.u8"),
     );
     let obs = bytes(&dir, "obs.u8");
+    let terminal_frames = bytes(&dir, "terminal_frames.u8");
     assert_eq!(actions.len(), steps);
     assert_eq!(obs.len(), (steps + 1) * 4 * FRAME);
     let theirs = |t: usize| &obs[t * 4 * FRAME..(t + 1) * 4 * FRAME];
 
-    let mut env = AtariEnv::with_python(id, &AtariConfig::default(), &python())
-        .unwrap_or_else(|e| panic!("{id}: {e}"));
+    let config = AtariConfig {
+        max_frames,
+        ..AtariConfig::default()
+    };
+    let mut env =
+        AtariEnv::with_python(id, &config, &python()).unwrap_or_else(|e| panic!("{id}: {e}"));
     assert_eq!(env.frame_shape(), [84, 84]);
     let mut stack = FrameStack::new(4, FRAME).unwrap();
     let first = env.reset(Some(seed)).unwrap().to_vec();
@@ -116,13 +124,22 @@ fn replay(id: &str, seed: u64, steps: usize) -> Met {
         let what = format!("{id} seed {seed}, step {t}");
         assert_eq!(s.reward, rewards[t], "{what}: reward");
         assert_eq!(s.terminated, terminated[t] != 0, "{what}: terminated");
-        assert_eq!(s.truncated, truncated[t] != 0, "{what}: truncated");
+        // SB3 reports a step that both ended the game and ran out of frames as terminated.
+        assert_eq!(
+            s.truncated && !s.terminated,
+            truncated[t] != 0,
+            "{what}: truncated"
+        );
         assert_eq!(s.game_over, game_over[t] != 0, "{what}: game over");
         assert_eq!(s.lives as i32, lives[t], "{what}: lives");
         met.nonzero_rewards += usize::from(s.reward != 0.0);
         if s.terminated || s.truncated {
+            // The episode's last frame (what frame replay stores as its final observation).
+            let last = &terminal_frames[t * FRAME..(t + 1) * FRAME];
+            assert!(env.frame() == last, "{what}: the episode's last frame");
+            met.truncations += usize::from(s.truncated && !s.terminated);
             met.game_overs += usize::from(s.game_over);
-            met.life_losses += usize::from(!s.game_over);
+            met.life_losses += usize::from(s.terminated && !s.game_over);
             let frame = env.reset(None).unwrap().to_vec();
             stack.reset(&frame).unwrap();
         } else {
@@ -140,15 +157,21 @@ fn replay(id: &str, seed: u64, steps: usize) -> Met {
 
 #[test]
 fn breakout_matches_sb3_through_lost_lives_and_game_overs() {
-    let met = replay("BreakoutNoFrameskip-v4", 3, 2000);
+    let met = replay("BreakoutNoFrameskip-v4", 3, 2000, None);
     assert!(met.life_losses >= 10 && met.game_overs >= 2, "{met:?}");
     assert!(met.nonzero_rewards > 0, "{met:?}");
 }
 
 #[test]
 fn pong_matches_sb3_to_the_end_of_a_game() {
-    let met = replay("PongNoFrameskip-v4", 0, 1200);
+    let met = replay("PongNoFrameskip-v4", 0, 1200, None);
     assert!(met.game_overs >= 1 && met.nonzero_rewards >= 15, "{met:?}");
+}
+
+#[test]
+fn a_frame_budget_truncates_as_in_sb3() {
+    let met = replay("PongNoFrameskip-v4", 5, 400, Some(400));
+    assert!(met.truncations >= 3, "{met:?}");
 }
 
 #[test]

@@ -9,7 +9,8 @@
 
 `--raw DIR` writes the arrays Ember's test reads (crates/emberlab-env/tests/atari.rs) as
 raw little-endian files instead: actions.i64, frames.u8, rewards.f32, terminated.u8,
-truncated.u8, game_over.u8, lives.i32, obs.u8 (with --full-obs) and meta.json.
+truncated.u8, game_over.u8, terminal_frames.u8, lives.i32, obs.u8 (with --full-obs) and
+meta.json. `--max-frames N` sets ALE's frame budget per episode (to reach a truncation).
 
 Runs the exact stack that SB3's `make_atari_env(env_id, n_envs=1, seed=seed)` +
 `VecFrameStack(n_stack=4)` builds (minus `Monitor`, which changes nothing the agent sees):
@@ -28,6 +29,8 @@ index t+1 is what `step(actions[t])` returned (after any autoreset, as DummyVecE
                       last, oldest frame first, zeros after every done (incl. life loss)
     obs_sha256        uint8[steps+1, 32]  SHA-256 of each stacked observation's bytes in the
                       layout above (C order, 84*84*4 bytes)
+    terminal_frames   uint8[steps, 84, 84]  the newest frame of the episode's last observation
+                      (`terminal_observation`) where the step ended one, zeros elsewhere
     rewards           float32[steps]  clipped to sign, as the agent sees them
     raw_rewards       float32[steps]  sum of raw ALE rewards over the agent step's frames
     terminated        bool[steps]  game over OR life loss (EpisodicLifeEnv)
@@ -111,9 +114,10 @@ class Probe(gym.Wrapper):
         return obs, float(np.sign(reward)), terminated, truncated, info
 
 
-def build(env_id, noop_max, frame_log, noop_log, step_ref):
+def build(env_id, noop_max, frame_log, noop_log, step_ref, max_frames=None):
     def thunk():
-        env = FrameLog(gym.make(env_id), frame_log)
+        kwargs = {} if max_frames is None else {"max_num_frames_per_episode": max_frames}
+        env = FrameLog(gym.make(env_id, **kwargs), frame_log)
         # clip_reward=False + sign in Probe is identical to clip_reward=True (ClipRewardEnv is
         # AtariWrapper's outermost layer and only maps the reward); it lets us keep the raw sum.
         env = AtariWrapper(env, noop_max=noop_max, clip_reward=False)
@@ -145,6 +149,8 @@ def main():
     p.add_argument("--action-seed", type=int, default=123)
     p.add_argument("--noop-max", type=int, default=0, help="SB3 default is 30; 0 disables")
     p.add_argument("--full-obs", action="store_true", help="also store full stacked obs")
+    p.add_argument("--max-frames", type=int, default=None,
+                   help="ALE's frame budget per episode (Gymnasium's default: 108000)")
     p.add_argument("--no-compress", action="store_true", help="np.savez instead of savez_compressed")
     p.add_argument("--out")
     p.add_argument("--raw", help="write raw little-endian arrays into this folder")
@@ -155,7 +161,7 @@ def main():
         p.error("AtariWrapper expects a *NoFrameskip-v4 env id")
 
     frame_log, noop_log, step_ref = [], [], [-1]
-    venv = build(args.env_id, args.noop_max, frame_log, noop_log, step_ref)
+    venv = build(args.env_id, args.noop_max, frame_log, noop_log, step_ref, args.max_frames)
     probe = venv.venv.envs[0]
     n_actions = int(venv.action_space.n)
     actions = np.random.default_rng(args.action_seed).integers(0, n_actions, size=args.steps)
@@ -168,6 +174,7 @@ def main():
     raw_rewards = np.zeros(n, np.float32)
     terminated = np.zeros(n, bool)
     truncated = np.zeros(n, bool)
+    terminal_frames = np.zeros((n, 84, 84), np.uint8)
     game_over = np.zeros(n, bool)
     lives = np.zeros(n, np.int32)
     ep_frame = np.zeros(n, np.int32)
@@ -191,6 +198,9 @@ def main():
         step_ref[0] = t
         obs, rew, done, infos = venv.step(np.array([actions[t]]))
         info = infos[0]
+        if done[0]:
+            # The episode's last observation, before the autoreset (VecFrameStack stacked it).
+            terminal_frames[t] = np.asarray(info["terminal_observation"])[..., -1]
         trunc = bool(info.get("TimeLimit.truncated", False))
         rewards[t] = rew[0]
         truncated[t] = trunc
@@ -206,7 +216,7 @@ def main():
 
     meta = dict(
         env_id=args.env_id, seed=args.seed, steps=n, action_seed=args.action_seed,
-        noop_max=args.noop_max, n_actions=n_actions,
+        noop_max=args.noop_max, max_frames=args.max_frames, n_actions=n_actions,
         action_meanings=probe.unwrapped.get_action_meanings(),
         actions_rule="numpy.random.default_rng(action_seed).integers(0, n_actions, size=steps)",
         wrappers="VecFrameStack(DummyVecEnv([AtariWrapper(gym.make(env_id), noop_max, "
@@ -219,7 +229,7 @@ def main():
     arrays = dict(
         meta=np.array(json.dumps(meta)), actions=actions.astype(np.int64), frames=frames,
         obs_sha256=sha, rewards=rewards, raw_rewards=raw_rewards, terminated=terminated,
-        truncated=truncated, game_over=game_over, lives=lives, episode_frame_number=ep_frame,
+        truncated=truncated, terminal_frames=terminal_frames, game_over=game_over, lives=lives, episode_frame_number=ep_frame,
         frame_number=frame_no, post_frame_number=post_frame,
         frame_actions=np.array(frame_log, np.int8), frame_offsets=np.array(offsets, np.int64),
         noops=np.array([c for c, _ in noop_log], np.int32),
@@ -231,6 +241,7 @@ def main():
         os.makedirs(args.raw, exist_ok=True)
         for name, kind in [("actions", "<i8"), ("frames", "u1"), ("rewards", "<f4"),
                            ("terminated", "u1"), ("truncated", "u1"), ("game_over", "u1"),
+                           ("terminal_frames", "u1"),
                            ("lives", "<i4")] + ([("obs", "u1")] if obs_all is not None else []):
             ext = {"<i8": "i64", "u1": "u8", "<f4": "f32", "<i4": "i32"}[kind]
             arrays[name].astype(kind).tofile(os.path.join(args.raw, f"{name}.{ext}"))

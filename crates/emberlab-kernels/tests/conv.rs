@@ -27,12 +27,14 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 8] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
     ([2, 4, 36, 36], 8, [8, 8], [4, 4], [0, 0]),
     ([4, 1, 5, 6], 2, [5, 6], [1, 1], [0, 0]),
+    // Unequal strides without padding (the unpadded im2col).
+    ([2, 3, 11, 13], 4, [3, 2], [2, 3], [0, 0]),
     // Padding as wide as the kernel: whole kernel rows in the padding.
     ([1, 2, 3, 3], 3, [2, 2], [1, 1], [2, 2]),
     // Wide enough (16 outputs, 27-value patches) for the GEMM library, not the thin kernels.
@@ -62,7 +64,7 @@ fn the_host_path_runs_tracked_or_not() {
         let want = burn::tensor::module::conv2d(x, w, None, options);
         close("untracked y", &values(y), &values(want));
     }
-    // No output channel or no input channel: burn's op, no panic.
+    // No output channel: burn's op, no panic.
     let x = Tensor::<4>::random([1, 2, 5, 5], normal, &flex);
     let y = emberlab_kernels::conv2d(x, Tensor::zeros([0, 2, 3, 3], &flex), None, [1, 1], [0, 0]);
     assert_eq!(y.dims(), [1, 0, 3, 3]);

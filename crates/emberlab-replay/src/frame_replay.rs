@@ -344,7 +344,9 @@ impl<S: Sampler> FrameReplay<S> {
         let mut episodes = Vec::with_capacity(envs);
         for _ in 0..envs {
             let ret = r.f64("episode return")?;
-            let n = r.len("episode slots", 2 * storage.capacity() as u64)?;
+            // 16 bytes an entry: a list longer than the file is left is a forged one.
+            let most = (2 * storage.capacity() as u64).min(r.left() / 16);
+            let n = r.len("episode slots", most)?;
             let mut slots = VecDeque::with_capacity(n);
             for _ in 0..n {
                 let slot = r.len("episode slot", storage.capacity() as u64 - 1)?;

@@ -1,5 +1,6 @@
 # The worker side of Ember's Atari environments (emberlab-env, feature `gym`): one process
-# per game, run as `python -u -c <this file> ENV_ID NOOP_MAX FRAME_SKIP LIFE_LOSS CLIP`,
+# per game, run as `python -u -c <this file> ENV_ID NOOP_MAX FRAME_SKIP LIFE_LOSS CLIP
+# MAX_FRAMES` (MAX_FRAMES 0: the game's own budget, 108000 frames),
 # stepping Gymnasium's ALE environment (ale-py, GPL-2: it stays in this process) through
 # Stable-Baselines3's `AtariWrapper` (no-op starts, frame skip with the max of the last two
 # frames, episodic life, fire reset, 84x84 grayscale, reward clipping). It sends the newest
@@ -15,11 +16,11 @@
 # After a step that terminated (a life lost counts, as in SB3) or truncated, Ember sends R
 # without a seed: SB3's DummyVecEnv resets the same way, which after a lost life continues the
 # game (EpisodicLifeEnv) rather than starting a new one.
-# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read.)
+# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read, serve.)
 
 
 def main():
-    env_id, noop_max, frame_skip, life_loss, clip = sys.argv[1:6]
+    env_id, noop_max, frame_skip, life_loss, clip, max_frames = sys.argv[1:7]
     try:
         import numpy as np
         import gymnasium as gym
@@ -35,6 +36,8 @@ def main():
         gym.register_envs(ale_py)
         # AtariWrapper skips frames itself: the v5 ids' own skip is turned off.
         kwargs = {"frameskip": 1} if env_id.startswith("ALE/") else {}
+        if int(max_frames) > 0:
+            kwargs["max_num_frames_per_episode"] = int(max_frames)
         env = AtariWrapper(
             gym.make(env_id, **kwargs),
             noop_max=int(noop_max),
@@ -53,35 +56,20 @@ def main():
     def frame(obs):
         return np.ascontiguousarray(obs[:, :, 0], dtype=np.uint8).tobytes()
 
-    while True:
-        op = read(1)
-        if op == b"Q":
-            env.close()
-            return
-        if op == b"R":
-            has_seed, seed = struct.unpack("<BQ", read(9))
-            try:
-                obs, _ = env.reset(seed=seed if has_seed else None)
-                send(b"O" + frame(obs) + struct.pack("<I", int(ale.lives())))
-            except Exception as e:
-                fail(f"{type(e).__name__} in reset: {e}")
-        elif op == b"S":
-            (action,) = struct.unpack("<I", read(4))
-            try:
-                obs, reward, terminated, truncated, _ = env.step(int(action))
-                game_over = bool(ale.game_over(with_truncation=False))
-                send(
-                    b"T"
-                    + frame(obs)
-                    + struct.pack(
-                        "<fBBBI", float(reward), bool(terminated), bool(truncated), game_over, int(ale.lives())
-                    )
-                )
-            except Exception as e:
-                fail(f"{type(e).__name__} in step: {e}")
-        else:
-            fail(f"protocol error: unknown request {op!r}")
-            return
+    def reset(obs):
+        return frame(obs) + struct.pack("<I", int(ale.lives()))
 
+    def read_action():
+        return int(struct.unpack("<I", read(4))[0])
+
+    def step(result):
+        obs, reward, terminated, truncated, _ = result
+        game_over = bool(ale.game_over(with_truncation=False))
+        flags = struct.pack(
+            "<fBBBI", float(reward), bool(terminated), bool(truncated), game_over, int(ale.lives())
+        )
+        return frame(obs) + flags
+
+    serve(env, reset, read_action, step)
 
 main()

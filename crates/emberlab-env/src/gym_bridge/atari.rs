@@ -22,12 +22,15 @@ const SCRIPT: &str = include_str!("atari.py");
 pub struct AtariConfig {
     /// Most no-op frames after a reset (a random count from 1; 0: none).
     pub noop_max: u32,
-    /// Frames per step (the observation is the max of the last two).
+    /// Frames per step (the observation is the max of the last two, or the one frame).
     pub frame_skip: u32,
     /// Whether a lost life ends the episode (the game itself goes on after the reset).
     pub terminal_on_life_loss: bool,
     /// Whether rewards are clipped to their sign.
     pub clip_reward: bool,
+    /// ALE's budget of frames per game before the episode is truncated; `None`: the
+    /// game's own (108,000 frames, 30 minutes of play).
+    pub max_frames: Option<u32>,
 }
 
 impl Default for AtariConfig {
@@ -37,6 +40,7 @@ impl Default for AtariConfig {
             frame_skip: 4,
             terminal_on_life_loss: true,
             clip_reward: true,
+            max_frames: None,
         }
     }
 }
@@ -48,7 +52,8 @@ pub struct AtariStep {
     pub reward: f32,
     /// The episode ended: the game is over, or a life was lost.
     pub terminated: bool,
-    /// The game hit its frame budget (108,000 frames) first.
+    /// The game hit its frame budget ([`AtariConfig::max_frames`]). Both this and
+    /// `terminated` may be set; SB3 reports such a step as terminated only.
     pub truncated: bool,
     /// The game itself is over (not only a life).
     pub game_over: bool,
@@ -57,7 +62,8 @@ pub struct AtariStep {
 }
 
 /// One Atari game in a worker process (module docs). Actions are indices into the game's
-/// minimal action set.
+/// minimal action set. `ALE/…-v5` ids keep their sticky actions (a 25% chance of repeating
+/// the previous action); `…NoFrameskip-v4` ids, which SB3's zoo trains on, have none.
 pub struct AtariEnv {
     worker: Worker,
     id: String,
@@ -94,10 +100,17 @@ impl AtariEnv {
     ///
     /// # Errors
     /// No interpreter there, a package missing from it, an unknown id (the worker's own
-    /// message), or a frame skip of 0.
+    /// message), or a frame skip or frame budget of 0.
     pub fn with_python(id: &str, config: &AtariConfig, python: &str) -> Result<Self> {
         if config.frame_skip == 0 {
             return Err(Error::invalid("atari frame_skip", 0, ">= 1"));
+        }
+        if config.max_frames == Some(0) {
+            return Err(Error::invalid(
+                "atari max_frames",
+                0,
+                ">= 1, or None for the game's own",
+            ));
         }
         let flag = |b: bool| if b { "1" } else { "0" };
         let args = [
@@ -106,6 +119,7 @@ impl AtariEnv {
             config.frame_skip.to_string(),
             flag(config.terminal_on_life_loss).into(),
             flag(config.clip_reward).into(),
+            config.max_frames.unwrap_or(0).to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut worker = Worker::spawn(python, SCRIPT, &args, format!("atari:{id}"))?;
@@ -153,7 +167,7 @@ impl AtariEnv {
 
     /// Resets the game (seeding it when `seed` is given); returns the first frame. After a
     /// lost life (with [`AtariConfig::terminal_on_life_loss`]) the game goes on from where
-    /// it was, as SB3's does.
+    /// it was, as SB3's does, and a `seed` is then not used: seed the first reset.
     ///
     /// # Errors
     /// The worker died or the game raised.

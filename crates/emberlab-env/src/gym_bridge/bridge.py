@@ -10,7 +10,7 @@
 # Worker -> Ember: b"O" + f32[n] obs (after R) | b"T" + f32[n] obs + f64 reward
 #   + u8 terminated + u8 truncated (after S) | b"E" + u32 length + message (the environment
 #   raised; the worker goes on).
-# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read.)
+# (pipe.py, prepended by Ember, gives: struct, sys, send, fail, read, serve.)
 
 
 def describe(space, what, np, spaces):
@@ -56,33 +56,17 @@ def main():
             return np.asarray(obs, dtype=np.float32).ravel().tobytes()
         return struct.pack("<f", float(obs))
 
-    while True:
-        op = read(1)
-        if op == b"Q":
-            env.close()
-            return
-        if op == b"R":
-            has_seed, seed = struct.unpack("<BQ", read(9))
-            try:
-                obs, _ = env.reset(seed=seed if has_seed else None)
-                send(b"O" + flat(obs))
-            except Exception as e:
-                fail(f"{type(e).__name__} in reset: {e}")
-        elif op == b"S":
-            if act_len is None:
-                (a,) = struct.unpack("<Q", read(8))
-                action = int(a)
-            else:
-                raw = np.frombuffer(read(4 * act_len), dtype=np.float32)
-                action = raw.reshape(act_shape).astype(act_dtype)
-            try:
-                obs, reward, terminated, truncated, _ = env.step(action)
-                send(b"T" + flat(obs) + struct.pack("<dBB", float(reward), bool(terminated), bool(truncated)))
-            except Exception as e:
-                fail(f"{type(e).__name__} in step: {e}")
-        else:
-            fail(f"protocol error: unknown request {op!r}")
-            return
+    def read_action():
+        if act_len is None:
+            (a,) = struct.unpack("<Q", read(8))
+            return int(a)
+        raw = np.frombuffer(read(4 * act_len), dtype=np.float32)
+        return raw.reshape(act_shape).astype(act_dtype)
 
+    def step(result):
+        obs, reward, terminated, truncated, _ = result
+        return flat(obs) + struct.pack("<dBB", float(reward), bool(terminated), bool(truncated))
+
+    serve(env, flat, read_action, step)
 
 main()

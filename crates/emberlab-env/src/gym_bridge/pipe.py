@@ -12,7 +12,9 @@ inp = os.fdopen(os.dup(0), "rb", buffering=0)
 
 
 def send(data):
-    out.write(data)
+    view = memoryview(data)
+    while view:  # a write to a pipe may take only part of the bytes
+        view = view[out.write(view):]
 
 
 def fail(message):
@@ -28,3 +30,31 @@ def read(n):
             sys.exit(0)  # Ember closed the pipe
         buf += chunk
     return buf
+
+
+def serve(env, reset, read_action, step):
+    """Answers requests until Ember quits: `R` resets (`reset(obs)` gives the reply after
+    b"O"), `S` steps with the action `read_action()` reads (`step(result)` gives the reply
+    after b"T", from what `env.step` returned). An exception in the environment is sent as
+    an error and the worker goes on; an unknown request ends it."""
+    while True:
+        op = read(1)
+        if op == b"Q":
+            env.close()
+            return
+        if op == b"R":
+            has_seed, seed = struct.unpack("<BQ", read(9))
+            try:
+                obs, _ = env.reset(seed=seed if has_seed else None)
+                send(b"O" + reset(obs))
+            except Exception as e:
+                fail(f"{type(e).__name__} in reset: {e}")
+        elif op == b"S":
+            action = read_action()
+            try:
+                send(b"T" + step(env.step(action)))
+            except Exception as e:
+                fail(f"{type(e).__name__} in step: {e}")
+        else:
+            fail(f"protocol error: unknown request {op!r}")
+            return
