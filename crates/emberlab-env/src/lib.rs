@@ -20,7 +20,9 @@
 //!   through SB3's `AtariWrapper` in the same way ([`AtariEnv`]: ale-py, GPL-2, stays in
 //!   the worker), checked against traces recorded from SB3
 //!   (`crates/emberlab-env/tools/gen_atari_traces.py`).
-//! - [`FrameStack`]: the last `k` frames of an image environment as one observation.
+//! - **Image environments** ([`FrameEnv`], `u8` frames): [`FrameVecEnv`] steps several and
+//!   stacks their last `k` frames as SB3's `VecFrameStack` does ([`FrameStack`] for one);
+//!   [`Catch`] is a small image task; Atari games (`AtariEnv`, feature `gym`) are others.
 //! - **A registry**: [`make`]`("Pendulum-v1")` builds an environment wrapped in its
 //!   registered [`TimeLimit`]; [`register`] adds a user's environment under an id of its
 //!   own, and an [`EnvFactory`] (any closure returning a fresh `Box<dyn Env>`) is how
@@ -63,12 +65,12 @@
 
 mod checks;
 mod classic;
-mod frame_stack;
 #[cfg(feature = "gym")]
 mod gym_bridge;
 #[cfg(feature = "mujoco")]
 mod mujoco;
 mod numpy_random;
+mod pixels;
 mod registry;
 #[cfg(feature = "tensor")]
 mod tensor;
@@ -78,7 +80,9 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
-pub use frame_stack::FrameStack;
+pub use pixels::{
+    Catch, FrameEnv, FrameEnvFactory, FrameStack, FrameStep, FrameVecEnv, FrameVecStep,
+};
 #[cfg(feature = "gym")]
 pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR};
 #[cfg(feature = "mujoco-render")]

@@ -227,3 +227,35 @@ impl AtariEnv {
         }
     }
 }
+
+impl crate::FrameEnv for AtariEnv {
+    fn frame_shape(&self) -> [usize; 3] {
+        [1, self.shape[0], self.shape[1]]
+    }
+
+    fn actions(&self) -> usize {
+        self.actions
+    }
+
+    fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
+        AtariEnv::reset(self, seed)
+    }
+
+    fn step(&mut self, action: usize) -> Result<crate::FrameStep> {
+        let s = AtariEnv::step(self, action)?;
+        Ok(crate::FrameStep {
+            reward: s.reward,
+            terminated: s.terminated,
+            truncated: s.truncated,
+            game_over: s.game_over || s.truncated,
+        })
+    }
+
+    fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    fn steps_elsewhere(&self) -> bool {
+        true
+    }
+}

@@ -37,8 +37,8 @@ impl FrameStack {
     /// A frame of the wrong size.
     pub fn reset(&mut self, frame: &[u8]) -> Result<&[u8]> {
         Error::check_len("frame", self.frame_len, frame.len())?;
-        self.data.fill(0);
-        self.push(frame)
+        restart(&mut self.data, frame);
+        Ok(&self.data)
     }
 
     /// Adds `frame` as the newest, dropping the oldest.
@@ -47,9 +47,7 @@ impl FrameStack {
     /// A frame of the wrong size.
     pub fn push(&mut self, frame: &[u8]) -> Result<&[u8]> {
         Error::check_len("frame", self.frame_len, frame.len())?;
-        self.data.copy_within(self.frame_len.., 0);
-        let start = self.data.len() - self.frame_len;
-        self.data[start..].copy_from_slice(frame);
+        shift_in(&mut self.data, frame);
         Ok(&self.data)
     }
 
@@ -57,6 +55,20 @@ impl FrameStack {
     pub fn obs(&self) -> &[u8] {
         &self.data
     }
+}
+
+/// Drops the oldest frame of `stack` and appends `frame` (of the stack's frame length).
+pub(crate) fn shift_in(stack: &mut [u8], frame: &[u8]) {
+    let start = stack.len() - frame.len();
+    stack.copy_within(frame.len().., 0);
+    stack[start..].copy_from_slice(frame);
+}
+
+/// Zeros `stack`, then `frame` as its newest: an episode's first observation.
+pub(crate) fn restart(stack: &mut [u8], frame: &[u8]) {
+    let start = stack.len() - frame.len();
+    stack[..start].fill(0);
+    stack[start..].copy_from_slice(frame);
 }
 
 #[cfg(test)]

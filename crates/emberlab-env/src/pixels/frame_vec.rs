@@ -1,0 +1,307 @@
+//! [`FrameVecEnv`]: several [`FrameEnv`]s stepped together, their observations the last `k`
+//! frames of each (Stable-Baselines3's `VecFrameStack`), with SB3's same-step autoreset.
+
+use super::frame_stack::{restart, shift_in};
+use super::{FrameEnv, FrameEnvFactory, FrameStep, frame_len};
+use emberlab_core::{Error, Result};
+
+/// `n` image environments of one frame shape and action count, each observed as a stack
+/// of its last `stack` frames `[stack · c, h, w]` (zeros before an episode's first frame,
+/// oldest first). An environment whose episode ends is reset within the same step (SB3's
+/// `VecEnv`): its row of [`FrameVecStep::obs`] is then the new episode's first stack, and
+/// [`FrameVecStep::final_frames`] holds the frame the step itself produced. Environments
+/// whose steps wait on worker processes ([`FrameEnv::steps_elsewhere`], Atari) are stepped
+/// from threads of their own, side by side.
+pub struct FrameVecEnv {
+    envs: Vec<Box<dyn FrameEnv>>,
+    shape: [usize; 3],
+    actions: usize,
+    stack: usize,
+    threaded: bool,
+    /// Whether a reset is due (at the start, after an error).
+    needs_reset: bool,
+    stacks: Vec<u8>,
+    finals: Vec<u8>,
+    rewards: Vec<f32>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    game_over: Vec<bool>,
+}
+
+impl std::fmt::Debug for FrameVecEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameVecEnv")
+            .field("envs", &self.envs.len())
+            .field("shape", &self.shape)
+            .field("stack", &self.stack)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One step of every environment of a [`FrameVecEnv`].
+#[derive(Debug)]
+pub struct FrameVecStep<'a> {
+    /// `[n, stack · c, h, w]` the stacks to act on next (a new episode's where one ended).
+    pub obs: &'a [u8],
+    /// `[n, c, h, w]` the frame each step produced (an ended episode's last).
+    pub final_frames: &'a [u8],
+    /// `[n]` rewards.
+    pub rewards: &'a [f32],
+    /// `[n]` episodes that ended in a terminal state.
+    pub terminated: &'a [bool],
+    /// `[n]` episodes cut short.
+    pub truncated: &'a [bool],
+    /// `[n]` games that are over ([`FrameStep::game_over`]).
+    pub game_over: &'a [bool],
+}
+
+impl FrameVecEnv {
+    /// `envs`, each observed as a stack of its last `stack` frames.
+    ///
+    /// # Errors
+    /// No environment, a stack of 0, or environments of different frame shapes or action
+    /// counts.
+    pub fn new(envs: Vec<Box<dyn FrameEnv>>, stack: usize) -> Result<Self> {
+        let Some(first) = envs.first() else {
+            return Err(Error::invalid("frame envs", 0, ">= 1 environment"));
+        };
+        if stack == 0 {
+            return Err(Error::invalid("frame stack", 0, ">= 1 frame"));
+        }
+        let (shape, actions) = (first.frame_shape(), first.actions());
+        if frame_len(shape) == 0 || actions == 0 {
+            return Err(Error::invalid(
+                "frame env",
+                format!("frames {shape:?}, {actions} actions"),
+                "frames of >= 1 byte and >= 1 action",
+            ));
+        }
+        for (i, env) in envs.iter().enumerate() {
+            if env.frame_shape() != shape || env.actions() != actions {
+                return Err(Error::invalid(
+                    format!("frame env {i}"),
+                    format!("frames {:?}, {} actions", env.frame_shape(), env.actions()),
+                    format!("env 0's frames {shape:?} and {actions} actions"),
+                ));
+            }
+        }
+        let n = envs.len();
+        let len = frame_len(shape);
+        Ok(FrameVecEnv {
+            threaded: n > 1 && envs.iter().any(|e| e.steps_elsewhere()),
+            shape,
+            actions,
+            stack,
+            needs_reset: true,
+            stacks: vec![0; n * stack * len],
+            finals: vec![0; n * len],
+            rewards: vec![0.0; n],
+            terminated: vec![false; n],
+            truncated: vec![false; n],
+            game_over: vec![false; n],
+            envs,
+        })
+    }
+
+    /// `n` environments from `factory`, stacked by `stack`.
+    ///
+    /// # Errors
+    /// The factory's, or [`FrameVecEnv::new`]'s.
+    pub fn from_factory(factory: &dyn FrameEnvFactory, n: usize, stack: usize) -> Result<Self> {
+        let envs = (0..n).map(|_| factory.make()).collect::<Result<Vec<_>>>()?;
+        Self::new(envs, stack)
+    }
+
+    /// Number of environments.
+    pub fn num_envs(&self) -> usize {
+        self.envs.len()
+    }
+
+    /// Number of actions.
+    pub fn actions(&self) -> usize {
+        self.actions
+    }
+
+    /// `[c, h, w]` of one frame.
+    pub fn frame_shape(&self) -> [usize; 3] {
+        self.shape
+    }
+
+    /// Frames per observation.
+    pub fn stack(&self) -> usize {
+        self.stack
+    }
+
+    /// `[stack · c, h, w]` of one observation.
+    pub fn obs_shape(&self) -> [usize; 3] {
+        let [c, h, w] = self.shape;
+        [self.stack * c, h, w]
+    }
+
+    /// The current stacks `[n, stack · c, h, w]`.
+    pub fn obs(&self) -> &[u8] {
+        &self.stacks
+    }
+
+    /// Resets every environment (environment `i` with `seed + i` when a seed is given);
+    /// returns the first stacks.
+    ///
+    /// # Errors
+    /// An environment's own.
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
+        self.needs_reset = true;
+        let per = self.stack * frame_len(self.shape);
+        for (i, (env, row)) in self
+            .envs
+            .iter_mut()
+            .zip(self.stacks.chunks_exact_mut(per))
+            .enumerate()
+        {
+            let frame = env.reset(seed.map(|s| s.wrapping_add(i as u64)))?;
+            restart(row, frame);
+        }
+        self.needs_reset = false;
+        Ok(&self.stacks)
+    }
+
+    /// Steps environment `i` with `actions[i]`, resetting those whose episode ended.
+    ///
+    /// # Errors
+    /// A wrong number of actions, an action out of range, a step before the first reset
+    /// (or after an error, which leaves the environments to be reset), or an
+    /// environment's own error.
+    pub fn step(&mut self, actions: &[usize]) -> Result<FrameVecStep<'_>> {
+        Error::check_len("frame env actions", self.envs.len(), actions.len())?;
+        if let Some(&a) = actions.iter().find(|&&a| a >= self.actions) {
+            return Err(Error::InvalidAction {
+                action: a.to_string(),
+                space: format!("Discrete({})", self.actions),
+            });
+        }
+        if self.needs_reset {
+            return Err(Error::invalid(
+                "frame env step",
+                "a step before a reset",
+                "a reset at the start and after an error",
+            ));
+        }
+        self.needs_reset = true;
+        let len = frame_len(self.shape);
+        let jobs = self
+            .envs
+            .iter_mut()
+            .zip(actions)
+            .zip(self.stacks.chunks_exact_mut(self.stack * len))
+            .zip(self.finals.chunks_exact_mut(len));
+        let steps: Vec<Result<FrameStep>> = if self.threaded {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = jobs
+                    .map(|(((env, &a), row), last)| s.spawn(move || advance(env, a, row, last)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::invalid(
+                                "frame env step",
+                                "a panic",
+                                "an environment that returns errors",
+                            ))
+                        })
+                    })
+                    .collect()
+            })
+        } else {
+            jobs.map(|(((env, &a), row), last)| advance(env, a, row, last))
+                .collect()
+        };
+        for (i, step) in steps.into_iter().enumerate() {
+            let step = step?;
+            self.rewards[i] = step.reward;
+            self.terminated[i] = step.terminated;
+            self.truncated[i] = step.truncated;
+            self.game_over[i] = step.game_over;
+        }
+        self.needs_reset = false;
+        Ok(FrameVecStep {
+            obs: &self.stacks,
+            final_frames: &self.finals,
+            rewards: &self.rewards,
+            terminated: &self.terminated,
+            truncated: &self.truncated,
+            game_over: &self.game_over,
+        })
+    }
+}
+
+/// One environment's share of a step: the step, its frame into `last`, then either the
+/// frame shifted into `row` or, where the episode ended, a reset and the new first stack.
+fn advance(
+    env: &mut Box<dyn FrameEnv>,
+    action: usize,
+    row: &mut [u8],
+    last: &mut [u8],
+) -> Result<FrameStep> {
+    let step = env.step(action)?;
+    last.copy_from_slice(env.frame());
+    if step.terminated || step.truncated {
+        restart(row, env.reset(None)?);
+    } else {
+        shift_in(row, last);
+    }
+    Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Catch;
+
+    fn catches(n: usize) -> FrameVecEnv {
+        let envs = (0..n)
+            .map(|_| Box::new(Catch::new(3, 2, [1, 1]).unwrap()) as Box<dyn FrameEnv>)
+            .collect();
+        FrameVecEnv::new(envs, 2).unwrap()
+    }
+
+    #[test]
+    fn stacks_shift_and_restart_at_episode_ends() {
+        let mut v = catches(2);
+        assert!(v.step(&[1, 1]).is_err(), "a step before the reset");
+        assert_eq!(v.obs_shape(), [2, 3, 2]);
+        let first = v.reset(Some(4)).unwrap().to_vec();
+        // Zeros, then the first frame, per env.
+        for row in first.chunks_exact(12) {
+            assert_eq!(&row[..6], &[0; 6]);
+            assert_eq!(row[6..].iter().filter(|&&b| b == 255).count(), 2);
+        }
+        let s = v.step(&[1, 1]).unwrap();
+        assert!(!s.terminated[0]);
+        for i in 0..2 {
+            assert_eq!(&s.obs[i * 12..i * 12 + 6], &first[i * 12 + 6..i * 12 + 12]);
+            assert_eq!(&s.obs[i * 12 + 6..i * 12 + 12], &s.final_frames[i * 6..i * 6 + 6]);
+        }
+        // 3 rows: the episode ends on the second step, and the stack restarts.
+        let s = v.step(&[1, 1]).unwrap();
+        assert!(s.terminated.iter().all(|&t| t) && s.game_over.iter().all(|&g| g));
+        for i in 0..2 {
+            // The final frame has the ball on the bottom row.
+            let last = &s.final_frames[i * 6..i * 6 + 6];
+            assert!(last[..4].iter().all(|&b| b == 0), "{last:?}");
+            assert_eq!(&s.obs[i * 12..i * 12 + 6], &[0; 6]);
+        }
+        assert!(v.step(&[3, 0]).is_err());
+        assert!(v.step(&[0]).is_err());
+    }
+
+    #[test]
+    fn mismatched_envs_are_refused() {
+        let envs: Vec<Box<dyn FrameEnv>> = vec![
+            Box::new(Catch::default()),
+            Box::new(Catch::new(3, 2, [1, 1]).unwrap()),
+        ];
+        assert!(FrameVecEnv::new(envs, 4).is_err());
+        assert!(FrameVecEnv::new(Vec::new(), 4).is_err());
+        assert!(FrameVecEnv::new(vec![Box::new(Catch::default())], 0).is_err());
+    }
+}

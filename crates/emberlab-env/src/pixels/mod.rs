@@ -1,0 +1,90 @@
+//! Image environments: [`FrameEnv`] (one environment whose observations are `u8` frames),
+//! [`FrameVecEnv`] (several of them stepped together, their frames stacked as
+//! Stable-Baselines3's `VecFrameStack` stacks them), [`FrameStack`] and [`Catch`], a small
+//! image task that trains in seconds.
+//!
+//! Image observations travel as bytes: an environment hands out its newest frame only, the
+//! stack is built once beside it, and frame replay stores each frame once
+//! (`emberlab_replay::FrameReplay`). Vector observations keep [`crate::VecEnv`]'s `f32` path
+//! untouched.
+
+mod catch;
+mod frame_stack;
+mod frame_vec;
+
+pub use catch::Catch;
+pub use frame_stack::FrameStack;
+pub use frame_vec::{FrameVecEnv, FrameVecStep};
+
+use emberlab_core::Result;
+
+/// What a step of a [`FrameEnv`] returned (the new frame is [`FrameEnv::frame`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameStep {
+    /// The reward.
+    pub reward: f32,
+    /// The episode ended in a terminal state (for Atari with life loss: a life was lost).
+    pub terminated: bool,
+    /// The episode was cut short (a time or frame budget).
+    pub truncated: bool,
+    /// The whole game is over: what a score counts to. It differs from `terminated ||
+    /// truncated` only where an episode for learning is shorter than a game (Atari's lost
+    /// lives).
+    pub game_over: bool,
+}
+
+/// One environment whose observations are `u8` frames `[channels, height, width]`
+/// (row-major, channels first) and whose actions are indices `0..actions()`.
+///
+/// After an episode's end ([`FrameStep::terminated`] or [`FrameStep::truncated`]) the next
+/// call must be a reset.
+pub trait FrameEnv: Send {
+    /// `[channels, height, width]` of a frame.
+    fn frame_shape(&self) -> [usize; 3];
+
+    /// Number of actions.
+    fn actions(&self) -> usize;
+
+    /// Starts an episode (seeding the environment when `seed` is given); returns the first
+    /// frame.
+    ///
+    /// # Errors
+    /// The environment's own (a dead worker process, for example).
+    fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]>;
+
+    /// Steps with `action`; the new frame is [`FrameEnv::frame`].
+    ///
+    /// # Errors
+    /// An action outside `0..actions()`, a step without a reset, or the environment's own.
+    fn step(&mut self, action: usize) -> Result<FrameStep>;
+
+    /// The newest frame.
+    fn frame(&self) -> &[u8];
+
+    /// Whether a step mostly waits on another process (a worker); a [`FrameVecEnv`] then
+    /// steps its environments from threads of their own, side by side.
+    fn steps_elsewhere(&self) -> bool {
+        false
+    }
+}
+
+/// Makes a fresh [`FrameEnv`] on each call (the trainers' evaluation environments). Any
+/// `Fn() -> Result<Box<dyn FrameEnv>> + Send + Sync` closure is one.
+pub trait FrameEnvFactory: Send + Sync {
+    /// A new environment, not yet reset.
+    ///
+    /// # Errors
+    /// Whatever building the environment can fail with.
+    fn make(&self) -> Result<Box<dyn FrameEnv>>;
+}
+
+impl<F: Fn() -> Result<Box<dyn FrameEnv>> + Send + Sync> FrameEnvFactory for F {
+    fn make(&self) -> Result<Box<dyn FrameEnv>> {
+        self()
+    }
+}
+
+/// The number of bytes of a frame of `shape`.
+pub(crate) fn frame_len(shape: [usize; 3]) -> usize {
+    shape.iter().product()
+}
