@@ -63,8 +63,12 @@ impl Frozen<GaussianTanhPolicy> for FrozenGaussianTanhPolicy {
 }
 
 impl Frozen<DiscreteQ> for FrozenMlp {
+    /// `None` for a Q-network on pixels (its encoder has no frozen form yet).
     fn freeze(module: &DiscreteQ) -> Option<Self> {
-        FrozenMlp::new(&module.net).ok()
+        match module.encoder {
+            None => FrozenMlp::new(&module.net).ok(),
+            Some(_) => None,
+        }
     }
 
     fn refresh(&mut self, module: &DiscreteQ) -> Result<()> {

@@ -80,6 +80,25 @@ pub trait Agent {
     /// row-major). `explore` selects the behaviour policy (stochastic, ε-greedy); otherwise
     /// the agent acts deterministically (evaluation).
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()>;
+
+    /// As [`Agent::act`], for image observations: `obs` is `batch` stacks of `u8` frames,
+    /// each `[k · c, h, w]` row-major, oldest frame first (as `emberlab_env::FrameVecEnv`
+    /// stacks them), and the agent divides by 255 itself.
+    ///
+    /// # Errors
+    /// Default: [`Error::Unavailable`], an agent of vector observations only.
+    fn act_pixels(&mut self, obs: &[u8], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _ = (obs, explore, out);
+        Err(pixels_unavailable("acting on images"))
+    }
+}
+
+/// The error of a learner or agent asked for images it was not built for.
+pub(crate) fn pixels_unavailable(what: &str) -> Error {
+    Error::Unavailable {
+        what: format!("{what} with this learner"),
+        hint: "build it for images (e.g. `DqnConfig::build_pixels`)".into(),
+    }
 }
 
 /// A learner whose acting policy travels as flat weights
@@ -157,5 +176,9 @@ impl<T: Agent + ?Sized> Agent for &mut T {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         (**self).act(obs, explore, out)
+    }
+
+    fn act_pixels(&mut self, obs: &[u8], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        (**self).act_pixels(obs, explore, out)
     }
 }

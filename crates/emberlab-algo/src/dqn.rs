@@ -6,7 +6,9 @@ use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
 use crate::devices::Devices;
-use crate::learner::{Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions};
+use crate::learner::{
+    Metrics, OffPolicyLearner, Progress, Update, check_discrete_actions, check_frame_batch,
+};
 use crate::off_policy::OffPolicyConfig;
 use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::parts::{Parts, UpdateSchedule, own_leaves, run_by_rows, sum_gradients};
@@ -22,7 +24,8 @@ use emberlab_core::{Batch, EmberRng, Error, Result, Space};
 use emberlab_loss::{
     checked_loss, double_dqn_value, huber, huber_weighted, td_target, td_target_discounted,
 };
-use emberlab_nn::{DiscreteQ, FrozenMlp, MlpConfig, hard_target};
+use emberlab_nn::{DiscreteQ, FrozenMlp, MlpConfig, PixelEncoderKind, hard_target, pixels_to_unit};
+use emberlab_replay::FrameBatch;
 use serde::{Deserialize, Serialize};
 
 /// DQN hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
@@ -53,6 +56,12 @@ pub struct DqnConfig {
     pub update_schedule: UpdateSchedule,
     /// Seed of the initial weights and of the exploration.
     pub seed: u64,
+    /// On images ([`DqnConfig::build_pixels`]): the encoder in front of the Q-network,
+    /// `"nature"` (SB3's `NatureCNN`) or `"impala"`.
+    pub encoder: PixelEncoderKind,
+    /// On images: hidden widths between the encoder's features and the action values
+    /// (SB3's DQN on `NatureCNN`: none, one linear layer).
+    pub pixel_hidden: Vec<usize>,
 }
 
 impl Default for DqnConfig {
@@ -73,6 +82,8 @@ impl Default for DqnConfig {
             sync_every: 1,
             update_schedule: UpdateSchedule::Auto,
             seed: 0,
+            encoder: PixelEncoderKind::Nature,
+            pixel_hidden: Vec::new(),
         }
     }
 }
@@ -91,6 +102,13 @@ impl Validate for DqnConfig {
         check_range("exploration.fraction", self.exploration.fraction, 0.0, 1.0)?;
         check_open_closed("huber_delta", self.huber_delta, 0.0, 1e9)?;
         check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)?;
+        if self.pixel_hidden.contains(&0) {
+            return Err(Error::invalid(
+                "pixel_hidden",
+                format!("{:?}", self.pixel_hidden),
+                "widths >= 1 (or none)",
+            ));
+        }
         Ok(())
     }
 }
@@ -103,6 +121,17 @@ impl DqnConfig {
     /// A config value out of range, or an action space that is not `Discrete`.
     pub fn build(&self, obs_space: &Space, action_space: &Space, devices: &Devices) -> Result<Dqn> {
         Dqn::new(self, obs_space, action_space, devices)
+    }
+
+    /// The DQN learner for image observations `obs = [channels, height, width]` (stacks of
+    /// `u8` frames, e.g. `FrameVecEnv::obs_shape`) and `actions` discrete actions: the
+    /// Q-network is `self.encoder` followed by `self.pixel_hidden` layers. It acts through
+    /// [`Agent::act_pixels`] and learns through [`OffPolicyLearner::update_frames`].
+    ///
+    /// # Errors
+    /// A config value out of range, no actions, or an image too small for the encoder.
+    pub fn build_pixels(&self, obs: [usize; 3], actions: usize, devices: &Devices) -> Result<Dqn> {
+        Dqn::new_pixels(self, obs, actions, devices)
     }
 
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
@@ -173,6 +202,8 @@ impl DqnConfig {
 pub struct Dqn {
     config: DqnConfig,
     obs_dim: usize,
+    /// `[c, h, w]` of an image observation, for a Q-network on pixels.
+    pixels: Option<[usize; 3]>,
     actions: usize,
     learn: Device,
     plain: Device,
@@ -198,10 +229,96 @@ impl std::fmt::Debug for Dqn {
     }
 }
 
+/// The columns of a batch a DQN update reads: a vector batch's or an image batch's.
+struct TdBatch<'a> {
+    len: usize,
+    obs: Inputs<'a>,
+    next_obs: Inputs<'a>,
+    action: &'a [f32],
+    reward: &'a [f32],
+    terminated: &'a [f32],
+    /// Empty: every row bootstraps with γ.
+    discount: &'a [f32],
+    weights: &'a [f32],
+    unweighted: bool,
+}
+
+impl<'a> TdBatch<'a> {
+    fn vector(batch: &'a Batch) -> Self {
+        TdBatch {
+            len: batch.len,
+            obs: Inputs::Vector(&batch.obs, batch.obs_dim),
+            next_obs: Inputs::Vector(&batch.next_obs, batch.obs_dim),
+            action: &batch.action,
+            reward: &batch.reward,
+            terminated: &batch.terminated,
+            discount: &batch.discount,
+            weights: &batch.weights,
+            unweighted: batch.unweighted(),
+        }
+    }
+
+    fn frames(batch: &'a FrameBatch, shape: [usize; 3]) -> Self {
+        TdBatch {
+            len: batch.len,
+            obs: Inputs::Pixels(&batch.obs, shape),
+            next_obs: Inputs::Pixels(&batch.next_obs, shape),
+            action: &batch.action,
+            reward: &batch.reward,
+            terminated: &batch.terminated,
+            discount: &batch.discount,
+            weights: &batch.weights,
+            unweighted: batch.weights.iter().all(|&w| w == 1.0),
+        }
+    }
+}
+
+/// Observation rows: `f32` vectors of a width, or `u8` images of a shape.
+#[derive(Clone, Copy)]
+enum Inputs<'a> {
+    Vector(&'a [f32], usize),
+    Pixels(&'a [u8], [usize; 3]),
+}
+
+/// Rows of [`Inputs`] as a tensor on a device.
+#[derive(Clone)]
+enum InputRows {
+    Vector(Tensor<2>),
+    Pixels(Tensor<4>),
+}
+
+impl Inputs<'_> {
+    fn rows(&self, rows: std::ops::Range<usize>, device: &Device) -> Result<InputRows> {
+        let n = rows.len();
+        Ok(match *self {
+            Inputs::Vector(v, o) => {
+                InputRows::Vector(matrix(&v[rows.start * o..rows.end * o], n, o, device))
+            }
+            Inputs::Pixels(b, [c, h, w]) => {
+                let per = c * h * w;
+                InputRows::Pixels(pixels_to_unit(
+                    &b[rows.start * per..rows.end * per],
+                    [n, c, h, w],
+                    device,
+                )?)
+            }
+        })
+    }
+}
+
+impl InputRows {
+    /// The action values of `q`.
+    fn q(&self, q: &DiscreteQ) -> Tensor<2> {
+        match self {
+            InputRows::Vector(x) => q.forward(x.clone()),
+            InputRows::Pixels(x) => q.forward_pixels(x.clone()),
+        }
+    }
+}
+
 /// What the halves of a DQN update read: the learner's networks from before the update.
 struct DqnView<'a> {
     config: &'a DqnConfig,
-    obs_dim: usize,
     plain: &'a Device,
     learn: &'a Device,
     q: &'a DiscreteQ,
@@ -215,19 +332,19 @@ impl DqnView<'_> {
     /// batch, checked), the loss's share and the rows' TD errors;
     fn rows_grads(
         &self,
-        batch: &Batch,
+        batch: &TdBatch<'_>,
         rows: std::ops::Range<usize>,
         step: u64,
     ) -> Result<(GradientsParams, f64, Vec<f32>)> {
-        let (b, o, n) = (batch.len, self.obs_dim, rows.len());
+        let (b, n) = (batch.len, rows.len());
         let share = n as f64 / b as f64;
         let (p, l) = (&self.plain, &self.learn);
-        let next_obs = matrix(&batch.next_obs[rows.start * o..rows.end * o], n, o, p);
+        let next_obs = batch.next_obs.rows(rows.clone(), p)?;
         let reward = column(&batch.reward[rows.clone()], p);
         let terminated = column(&batch.terminated[rows.clone()], p);
-        let next_target = self.target.forward(next_obs.clone());
+        let next_target = next_obs.q(self.target);
         let value = match &self.online {
-            Some(q) => double_dqn_value(q.forward(next_obs), next_target),
+            Some(q) => double_dqn_value(next_obs.q(q), next_target),
             None => next_target.max_dim(1),
         };
         let y = if batch.discount.is_empty() {
@@ -238,11 +355,13 @@ impl DqnView<'_> {
         };
         let y = Tensor::from_inner(y);
         let q = own_leaves(self.q);
-        let q_taken = q
-            .forward(matrix(&batch.obs[rows.start * o..rows.end * o], n, o, l))
+        let q_taken = batch
+            .obs
+            .rows(rows.clone(), l)?
+            .q(&q)
             .gather(1, index_column(&batch.action[rows.clone()], l));
         let td_errors = host((q_taken.clone().detach() - y.clone()).abs());
-        let loss = if batch.unweighted() {
+        let loss = if batch.unweighted {
             huber(q_taken, y, self.config.huber_delta)
         } else {
             let w = column(&batch.weights[rows], l);
@@ -279,9 +398,59 @@ impl Dqn {
         sizes.extend(&config.hidden);
         sizes.push(d.n());
         let q = DiscreteQ::new(MlpConfig::new(sizes).init(&learn)?);
-        Ok(Dqn {
+        Ok(Dqn::with_q(
+            config,
+            q,
             obs_dim,
-            actions: d.n(),
+            None,
+            d.n(),
+            (plain, learn),
+            devices,
+        ))
+    }
+
+    fn new_pixels(
+        config: &DqnConfig,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> Result<Dqn> {
+        config.validate()?;
+        if actions == 0 {
+            return Err(Error::invalid("DQN actions", 0, ">= 1"));
+        }
+        let (plain, learn, _seeded) = crate::tensors::learner_devices(&devices.learn, config.seed);
+        // SB3's DQN leaves PyTorch's initialisation in place (no orthogonal one).
+        let encoder = config.encoder.init(obs, None, &learn)?;
+        let mut sizes = vec![encoder.features()];
+        sizes.extend(&config.pixel_hidden);
+        sizes.push(actions);
+        let q = DiscreteQ::with_encoder(encoder, MlpConfig::new(sizes).init(&learn)?);
+        let obs_dim = obs.iter().product();
+        Ok(Dqn::with_q(
+            config,
+            q,
+            obs_dim,
+            Some(obs),
+            actions,
+            (plain, learn),
+            devices,
+        ))
+    }
+
+    fn with_q(
+        config: &DqnConfig,
+        q: DiscreteQ,
+        obs_dim: usize,
+        pixels: Option<[usize; 3]>,
+        actions: usize,
+        (plain, learn): (Device, Device),
+        devices: &Devices,
+    ) -> Dqn {
+        Dqn {
+            obs_dim,
+            pixels,
+            actions,
             target: hard_target(&q),
             acting: ActingCopy::new(&q, &devices.act, config.sync_every),
             q,
@@ -294,89 +463,27 @@ impl Dqn {
             learn,
             plain,
             config: config.clone(),
-        })
-    }
-
-    /// The current ε.
-    pub fn epsilon(&self) -> f64 {
-        self.epsilon
-    }
-
-    /// The online Q network.
-    pub fn q(&self) -> &DiscreteQ {
-        &self.q
-    }
-}
-
-impl crate::agent::OnnxPolicy for Dqn {
-    /// `q_values = Q(obs)` and the greedy `action = argmax q_values`.
-    fn onnx_outputs(
-        &self,
-        g: &mut emberlab_nn::OnnxGraph,
-        obs: &str,
-    ) -> Result<Vec<crate::agent::OnnxOutput>> {
-        let q = self.q.net.to_onnx(g, obs, "q")?;
-        let action = g.argmax(&q);
-        Ok(vec![
-            crate::agent::OnnxOutput {
-                value: action,
-                name: "action",
-                width: None,
-            },
-            crate::agent::OnnxOutput {
-                value: q,
-                name: "q_values",
-                width: Some(self.actions),
-            },
-        ])
-    }
-}
-
-impl Agent for Dqn {
-    fn obs_dim(&self) -> usize {
-        self.obs_dim
-    }
-
-    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
-        let _flush = emberlab_core::denormals::flush_denormals_here();
-        let out = out.discrete_mut("DQN")?;
-        let rows = obs.len() / self.obs_dim.max(1);
-        if let Some(frozen) = self.acting.frozen(rows) {
-            let mut q = Vec::with_capacity(rows * self.actions);
-            frozen.forward(obs, rows, &mut q)?;
-            out.clear();
-            out.extend(q.chunks_exact(self.actions).map(first_argmax));
-        } else {
-            let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
-            let q = self.acting.module().forward(x);
-            *out = host_indices(q.argmax(1).reshape([n]));
         }
-        if explore {
-            for a in out.iter_mut() {
-                if self.rng.next_f64() < self.epsilon {
-                    *a = self.rng.below(self.actions as u64) as usize;
-                }
+    }
+
+    /// `[c, h, w]` of an image observation, for a learner built by
+    /// [`DqnConfig::build_pixels`].
+    pub fn pixel_shape(&self) -> Option<[usize; 3]> {
+        self.pixels
+    }
+
+    /// Replaces greedy actions by random ones with probability ε.
+    fn explore(&mut self, out: &mut [usize]) {
+        for a in out.iter_mut() {
+            if self.rng.next_f64() < self.epsilon {
+                *a = self.rng.below(self.actions as u64) as usize;
             }
         }
-        Ok(())
     }
-}
 
-/// The index of the first largest value (as burn's `argmax` picks among ties).
-fn first_argmax(values: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, v) in values.iter().enumerate() {
-        if *v > values[best] {
-            best = i;
-        }
-    }
-    best
-}
-
-impl OffPolicyLearner for Dqn {
-    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
-        batch.check(self.obs_dim, 1)?;
-        check_discrete_actions("batch.action", &batch.action, self.actions)?;
+    /// One update from `batch` (module docs of [`Dqn`]'s update).
+    fn update_from(&mut self, batch: &TdBatch<'_>, step: u64) -> Result<Update> {
+        check_discrete_actions("batch.action", batch.action, self.actions)?;
         let _flush = emberlab_core::denormals::flush_denormals_here();
 
         // Each half of the rows on a core of its own: its targets, its share of the loss
@@ -385,7 +492,6 @@ impl OffPolicyLearner for Dqn {
         let b = batch.len;
         let view = DqnView {
             config: &self.config,
-            obs_dim: self.obs_dim,
             plain: &self.plain,
             learn: &self.learn,
             q: &self.q,
@@ -418,6 +524,135 @@ impl OffPolicyLearner for Dqn {
             metrics: m,
             td_errors: Some(td_errors),
         })
+    }
+
+    /// The current ε.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The online Q network.
+    pub fn q(&self) -> &DiscreteQ {
+        &self.q
+    }
+}
+
+impl crate::agent::OnnxPolicy for Dqn {
+    /// `q_values = Q(obs)` and the greedy `action = argmax q_values`.
+    fn onnx_outputs(
+        &self,
+        g: &mut emberlab_nn::OnnxGraph,
+        obs: &str,
+    ) -> Result<Vec<crate::agent::OnnxOutput>> {
+        if self.pixels.is_some() {
+            return Err(Error::Unavailable {
+                what: "ONNX export of a DQN on images".into(),
+                hint: "convolutions are not exported yet; export a DQN on vectors".into(),
+            });
+        }
+        let q = self.q.net.to_onnx(g, obs, "q")?;
+        let action = g.argmax(&q);
+        Ok(vec![
+            crate::agent::OnnxOutput {
+                value: action,
+                name: "action",
+                width: None,
+            },
+            crate::agent::OnnxOutput {
+                value: q,
+                name: "q_values",
+                width: Some(self.actions),
+            },
+        ])
+    }
+}
+
+impl Agent for Dqn {
+    fn obs_dim(&self) -> usize {
+        self.obs_dim
+    }
+
+    fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        if self.pixels.is_some() {
+            return Err(Error::invalid(
+                "DQN observations",
+                "f32 vectors",
+                "images through `act_pixels` (this DQN was built for images)",
+            ));
+        }
+        let out = out.discrete_mut("DQN")?;
+        let rows = obs.len() / self.obs_dim.max(1);
+        if let Some(frozen) = self.acting.frozen(rows) {
+            let mut q = Vec::with_capacity(rows * self.actions);
+            frozen.forward(obs, rows, &mut q)?;
+            out.clear();
+            out.extend(q.chunks_exact(self.actions).map(first_argmax));
+        } else {
+            let (x, n) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+            let q = self.acting.module().forward(x);
+            *out = host_indices(q.argmax(1).reshape([n]));
+        }
+        if explore {
+            self.explore(out);
+        }
+        Ok(())
+    }
+
+    fn act_pixels(&mut self, obs: &[u8], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        let Some([c, h, w]) = self.pixels else {
+            return Err(crate::agent::pixels_unavailable("acting on images"));
+        };
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let out = out.discrete_mut("DQN")?;
+        let n = obs.len() / self.obs_dim;
+        Error::check_len(
+            "image observations (batch × c·h·w)",
+            n * self.obs_dim,
+            obs.len(),
+        )?;
+        let x = pixels_to_unit(obs, [n, c, h, w], self.acting.device())?;
+        let q = self.acting.module().forward_pixels(x);
+        *out = host_indices(q.argmax(1).reshape([n]));
+        if explore {
+            self.explore(out);
+        }
+        Ok(())
+    }
+}
+
+/// The index of the first largest value (as burn's `argmax` picks among ties).
+fn first_argmax(values: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, v) in values.iter().enumerate() {
+        if *v > values[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+impl OffPolicyLearner for Dqn {
+    fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
+        if self.pixels.is_some() {
+            return Err(Error::invalid(
+                "DQN batch",
+                "f32 observations",
+                "image batches through `update_frames` (this DQN was built for images)",
+            ));
+        }
+        batch.check(self.obs_dim, 1)?;
+        self.update_from(&TdBatch::vector(batch), step)
+    }
+
+    fn update_frames(&mut self, batch: &FrameBatch, step: u64) -> Result<Update> {
+        let Some(shape) = self.pixels else {
+            return Err(crate::agent::pixels_unavailable(
+                "updates from image batches",
+            ));
+        };
+        check_frame_batch(batch, self.obs_dim)?;
+        self.update_from(&TdBatch::frames(batch, shape), step)
     }
 
     fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {

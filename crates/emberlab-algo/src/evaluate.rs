@@ -2,7 +2,7 @@
 
 use crate::agent::{ActionBuf, Agent};
 use emberlab_core::{Env, Error, Result};
-use emberlab_env::EnvFactory;
+use emberlab_env::{EnvFactory, FrameEnvFactory, FrameVecEnv};
 
 /// Returns of evaluation episodes.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +79,58 @@ pub fn evaluate_env(
             ret += info.reward;
             len += 1;
             if info.terminated || info.truncated {
+                break;
+            }
+        }
+        result.returns.push(ret);
+        result.lengths.push(len);
+    }
+    Ok(result)
+}
+
+/// Runs `episodes` deterministic games of `agent` on a fresh image environment from `env`,
+/// observed as stacks of `stack` frames ([`FrameVecEnv`]): game `i` starts from a reset
+/// with seed `seed + i` and runs until [`emberlab_env::FrameStep::game_over`] (through
+/// lost lives, which end episodes for learning but not games), summing its rewards. The
+/// environment must end its games (Atari's frame budget does).
+///
+/// # Errors
+/// Zero episodes, an observation length other than the agent's, or an error of the
+/// environment or the agent (an agent without [`Agent::act_pixels`] among them).
+pub fn evaluate_frames(
+    agent: &mut dyn Agent,
+    env: &dyn FrameEnvFactory,
+    stack: usize,
+    episodes: usize,
+    seed: u64,
+) -> Result<EvalResult> {
+    if episodes == 0 {
+        return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
+    }
+    let mut env = FrameVecEnv::new(vec![env.make()?], stack)?;
+    let [c, h, w] = env.obs_shape();
+    Error::check_len("agent observation length", c * h * w, agent.obs_dim())?;
+    let mut actions = ActionBuf::Discrete(Vec::with_capacity(1));
+    let mut result = EvalResult {
+        returns: Vec::with_capacity(episodes),
+        lengths: Vec::with_capacity(episodes),
+    };
+    for i in 0..episodes {
+        env.reset(Some(seed + i as u64))?;
+        let (mut ret, mut len) = (0.0, 0usize);
+        loop {
+            crate::guard::run_learner(
+                || "the agent's act during evaluation".into(),
+                || agent.act_pixels(env.obs(), false, &mut actions),
+            )?;
+            let action = actions.discrete_mut("evaluation")?.first().copied();
+            let action = action.ok_or_else(|| {
+                Error::invalid("agent actions", "none", "one action per observation")
+            })?;
+            let step = env.step(&[action])?;
+            ret += step.rewards[0] as f64;
+            len += 1;
+            if step.game_over[0] {
                 break;
             }
         }

@@ -5,6 +5,7 @@ use crate::agent::Agent;
 use crate::checkpoint::Checkpoint;
 use crate::training_state::TrainingState;
 use emberlab_core::{Batch, Error, Result};
+use emberlab_replay::FrameBatch;
 
 /// Named scalar metrics of one update (`critic_loss`, `alpha`, …), in a fixed order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -60,6 +61,20 @@ pub trait OffPolicyLearner: Agent {
     /// ([`Error::Diverged`], returned before any parameter changes).
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update>;
 
+    /// As [`OffPolicyLearner::update`], from a batch of image observations drawn from
+    /// frame replay (`batch.obs`/`next_obs` are stacks of `u8` frames; `batch.discount` is
+    /// always filled).
+    ///
+    /// # Errors
+    /// As [`OffPolicyLearner::update`]; default: [`Error::Unavailable`], a learner of
+    /// vector observations only.
+    fn update_frames(&mut self, batch: &FrameBatch, step: u64) -> Result<Update> {
+        let _ = (batch, step);
+        Err(crate::agent::pixels_unavailable(
+            "updates from image batches",
+        ))
+    }
+
     /// Called after every vector step with the number of env steps so far (over every
     /// training call) and the planned total (exploration schedules, step-counted target
     /// updates). Default: nothing.
@@ -85,6 +100,61 @@ pub trait OffPolicyLearner: Agent {
     fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
         None
     }
+}
+
+/// Checks a batch of image observations against a learner's observation length `obs_len`
+/// (bytes per stack) and one action value per row: every column's length, finite rewards,
+/// masks of 0 or 1, discounts in `[0, 1]` and finite non-negative weights.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] or [`Error::LengthMismatch`] naming the column and row.
+pub fn check_frame_batch(batch: &FrameBatch, obs_len: usize) -> Result<()> {
+    let n = batch.len;
+    if n == 0 {
+        return Err(Error::invalid("batch.len", 0, ">= 1"));
+    }
+    Error::check_len("batch.obs (len × c·h·w)", n * obs_len, batch.obs.len())?;
+    Error::check_len(
+        "batch.next_obs (len × c·h·w)",
+        n * obs_len,
+        batch.next_obs.len(),
+    )?;
+    for (name, col) in [
+        ("batch.action", &batch.action),
+        ("batch.reward", &batch.reward),
+        ("batch.terminated", &batch.terminated),
+        ("batch.discount", &batch.discount),
+        ("batch.weights", &batch.weights),
+    ] {
+        Error::check_len(name, n, col.len())?;
+    }
+    Error::check_finite_rows("batch.action", &batch.action, 1)?;
+    Error::check_finite_rows("batch.reward", &batch.reward, 1)?;
+    let bad = |name: &str, col: &[f32], ok: &dyn Fn(f32) -> bool, want: &str| match col
+        .iter()
+        .position(|&v| !ok(v))
+    {
+        Some(i) => Err(Error::invalid(format!("{name}[{i}]"), col[i], want)),
+        None => Ok(()),
+    };
+    bad(
+        "batch.terminated",
+        &batch.terminated,
+        &|m| m == 0.0 || m == 1.0,
+        "0 or 1",
+    )?;
+    bad(
+        "batch.discount",
+        &batch.discount,
+        &|d| (0.0..=1.0).contains(&d),
+        "a discount in [0, 1]",
+    )?;
+    bad(
+        "batch.weights",
+        &batch.weights,
+        &|w| w >= 0.0 && w.is_finite(),
+        "a finite weight >= 0",
+    )
 }
 
 /// How the on-policy trainer turns a rollout into advantages.
@@ -270,6 +340,10 @@ pub trait OnPolicyLearner: Agent {
 impl<T: OffPolicyLearner + ?Sized> OffPolicyLearner for &mut T {
     fn update(&mut self, batch: &Batch, step: u64) -> Result<Update> {
         (**self).update(batch, step)
+    }
+
+    fn update_frames(&mut self, batch: &FrameBatch, step: u64) -> Result<Update> {
+        (**self).update_frames(batch, step)
     }
 
     fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {

@@ -75,6 +75,7 @@ mod dqn;
 mod evaluate;
 #[doc(hidden)]
 pub mod faults;
+mod frame_off_policy;
 mod guard;
 mod learner;
 mod off_policy;
@@ -107,10 +108,13 @@ pub use config::{
 pub use devices::Devices;
 pub use dqn::{Dqn, DqnConfig};
 pub use emberlab_nn::Activation;
-pub use evaluate::{EvalResult, evaluate, evaluate_env};
+/// The batch of image observations [`OffPolicyLearner::update_frames`] takes.
+pub use emberlab_replay::FrameBatch;
+pub use evaluate::{EvalResult, evaluate, evaluate_env, evaluate_frames};
+pub use frame_off_policy::{FrameOffPolicyTrainer, train_off_policy_frames};
 pub use learner::{
     ActingRecord, AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, Progress,
-    RolloutBatch, Update, check_discrete_actions,
+    RolloutBatch, Update, check_discrete_actions, check_frame_batch,
 };
 pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};

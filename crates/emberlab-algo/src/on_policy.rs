@@ -220,7 +220,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         let act_dim = stored_action_dim(&space);
         let obs = env.reset(Some(config.seed))?.to_vec();
         let evals = EvalSchedule::new(
-            eval_env,
+            Box::new(eval_env),
             config.eval_episodes,
             config.seed,
             config.eval_every,

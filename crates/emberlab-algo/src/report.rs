@@ -193,8 +193,68 @@ impl EnvFactory for Borrowed<'_> {
     }
 }
 
+/// What an evaluation runs on: fresh environments of a factory (vector or image ones).
+pub(crate) trait Evaluator {
+    /// `episodes` deterministic episodes of `agent`, episode `i` seeded with `seed + i`.
+    fn evaluate(
+        &self,
+        agent: &mut dyn crate::agent::Agent,
+        episodes: usize,
+        seed: u64,
+    ) -> Result<crate::evaluate::EvalResult>;
+}
+
+/// Vector environments of a factory.
+fn evaluate_factory(
+    factory: &dyn EnvFactory,
+    agent: &mut dyn crate::agent::Agent,
+    episodes: usize,
+    seed: u64,
+) -> Result<crate::evaluate::EvalResult> {
+    crate::evaluate::evaluate(agent, factory, episodes, seed)
+}
+
+impl Evaluator for Borrowed<'_> {
+    fn evaluate(
+        &self,
+        agent: &mut dyn crate::agent::Agent,
+        episodes: usize,
+        seed: u64,
+    ) -> Result<crate::evaluate::EvalResult> {
+        evaluate_factory(self.0, agent, episodes, seed)
+    }
+}
+
+impl Evaluator for Box<dyn EnvFactory + '_> {
+    fn evaluate(
+        &self,
+        agent: &mut dyn crate::agent::Agent,
+        episodes: usize,
+        seed: u64,
+    ) -> Result<crate::evaluate::EvalResult> {
+        evaluate_factory(self.as_ref(), agent, episodes, seed)
+    }
+}
+
+/// Image environments of a factory, observed as stacks of `stack` frames.
+pub(crate) struct FrameEval<'a> {
+    pub(crate) factory: &'a dyn emberlab_env::FrameEnvFactory,
+    pub(crate) stack: usize,
+}
+
+impl Evaluator for FrameEval<'_> {
+    fn evaluate(
+        &self,
+        agent: &mut dyn crate::agent::Agent,
+        episodes: usize,
+        seed: u64,
+    ) -> Result<crate::evaluate::EvalResult> {
+        crate::evaluate::evaluate_frames(agent, self.factory, self.stack, episodes, seed)
+    }
+}
+
 pub(crate) struct EvalSchedule<'a> {
-    env: Box<dyn EnvFactory + 'a>,
+    env: Box<dyn Evaluator + 'a>,
     episodes: usize,
     seed: u64,
     every: u64,
@@ -207,7 +267,7 @@ impl<'a> EvalSchedule<'a> {
     /// Evaluates `episodes` episodes of environments from `env` every `every` env steps (0:
     /// only at the end); with a `target`, training may stop once an evaluation reaches it.
     pub(crate) fn new(
-        env: Box<dyn EnvFactory + 'a>,
+        env: Box<dyn Evaluator + 'a>,
         episodes: usize,
         seed: u64,
         every: u64,
@@ -277,7 +337,7 @@ impl<'a> EvalSchedule<'a> {
 
     fn run(&self, agent: &mut dyn crate::agent::Agent, report: &mut TrainReport) -> Result<()> {
         let seed = self.seed.wrapping_add(1_000_000);
-        let result = crate::evaluate::evaluate(agent, self.env.as_ref(), self.episodes, seed)?;
+        let result = self.env.evaluate(agent, self.episodes, seed)?;
         report.evals.push(EvalPoint {
             env_steps: report.env_steps,
             mean_return: result.mean_return(),

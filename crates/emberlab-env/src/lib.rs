@@ -80,9 +80,6 @@ mod wrappers;
 pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
-pub use pixels::{
-    Catch, FrameEnv, FrameEnvFactory, FrameStack, FrameStep, FrameVecEnv, FrameVecStep,
-};
 #[cfg(feature = "gym")]
 pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR};
 #[cfg(feature = "mujoco-render")]
@@ -90,6 +87,9 @@ pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]
 pub use mujoco::{ASSETS_VAR, MujocoEnv, default_xml_path};
 pub use numpy_random::NumpyRng;
+pub use pixels::{
+    Catch, FrameEnv, FrameEnvFactory, FrameStack, FrameStep, FrameVecEnv, FrameVecStep,
+};
 pub use registry::{EnvFactory, MUJOCO_IDS, factory, ids, make, register};
 #[cfg(feature = "tensor")]
 pub use tensor::{TensorCartPole, TensorPendulum, TensorStep};

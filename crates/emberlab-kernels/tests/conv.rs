@@ -27,7 +27,7 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 8] = [
+const CASES: [Case; 11] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
@@ -39,6 +39,10 @@ const CASES: [Case; 8] = [
     ([1, 2, 3, 3], 3, [2, 2], [1, 1], [2, 2]),
     // Wide enough (16 outputs, 27-value patches) for the GEMM library, not the thin kernels.
     ([2, 3, 12, 12], 16, [3, 3], [1, 1], [1, 1]),
+    // The Nature CNN on 40×40 stacks of 2 (Catch): 9×9, 3×3, then 1×1 maps.
+    ([8, 2, 40, 40], 32, [8, 8], [4, 4], [0, 0]),
+    ([8, 32, 9, 9], 64, [4, 4], [2, 2], [0, 0]),
+    ([8, 64, 3, 3], 64, [3, 3], [1, 1], [0, 0]),
 ];
 
 /// The flex path really runs: the GEMM library's counter (which burn's own convolution does

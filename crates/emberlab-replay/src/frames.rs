@@ -277,6 +277,31 @@ impl FrameStorage {
         self.stack * self.frame
     }
 
+    /// Bytes of one frame.
+    pub fn frame_len(&self) -> usize {
+        self.frame
+    }
+
+    /// Frames per stacked observation.
+    pub fn stack(&self) -> usize {
+        self.stack
+    }
+
+    /// Values per action.
+    pub fn act_dim(&self) -> usize {
+        self.act_dim
+    }
+
+    /// Steps of a return window (`n`-step returns).
+    pub fn n_step(&self) -> usize {
+        self.n
+    }
+
+    /// The discount of the returns.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+
     /// Starts an episode of environment `env` with its first frame `frame` (after a reset).
     ///
     /// # Errors

@@ -67,11 +67,28 @@ impl<L: Agent> Agent for OffPolicy<L> {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> CoreResult<()> {
         self.0.act(obs, explore, out)
     }
+
+    fn act_pixels(
+        &mut self,
+        obs: &[u8],
+        explore: bool,
+        out: &mut emberlab_algo::ActionBuf,
+    ) -> emberlab_core::Result<()> {
+        self.0.act_pixels(obs, explore, out)
+    }
 }
 
 impl<L: OffPolicyLearner + Checkpoint + TrainingState> OffPolicyLearner for OffPolicy<L> {
     fn update(&mut self, batch: &Batch, step: u64) -> CoreResult<Update> {
         self.0.update(batch, step)
+    }
+
+    fn update_frames(
+        &mut self,
+        batch: &emberlab_algo::FrameBatch,
+        step: u64,
+    ) -> emberlab_core::Result<Update> {
+        self.0.update_frames(batch, step)
     }
 
     fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {
@@ -112,6 +129,15 @@ impl<L: Agent> Agent for OnPolicy<L> {
 
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> CoreResult<()> {
         self.0.act(obs, explore, out)
+    }
+
+    fn act_pixels(
+        &mut self,
+        obs: &[u8],
+        explore: bool,
+        out: &mut emberlab_algo::ActionBuf,
+    ) -> emberlab_core::Result<()> {
+        self.0.act_pixels(obs, explore, out)
     }
 }
 
@@ -242,11 +268,28 @@ impl Agent for Served {
     ) -> emberlab_core::Result<()> {
         self.0.act(obs, explore, out)
     }
+
+    fn act_pixels(
+        &mut self,
+        obs: &[u8],
+        explore: bool,
+        out: &mut emberlab_algo::ActionBuf,
+    ) -> emberlab_core::Result<()> {
+        self.0.act_pixels(obs, explore, out)
+    }
 }
 
 impl OffPolicyLearner for Served {
     fn update(&mut self, batch: &Batch, step: u64) -> emberlab_core::Result<Update> {
         self.0.update(batch, step)
+    }
+
+    fn update_frames(
+        &mut self,
+        batch: &emberlab_algo::FrameBatch,
+        step: u64,
+    ) -> emberlab_core::Result<Update> {
+        self.0.update_frames(batch, step)
     }
 
     fn on_env_steps(&mut self, env_steps: u64, total_steps: u64) {

@@ -115,7 +115,9 @@ impl FrameEnv for Catch {
                 "a reset at the start and after every episode end",
             ));
         }
-        self.paddle = (self.paddle + action).saturating_sub(1).min(self.columns - 1);
+        self.paddle = (self.paddle + action)
+            .saturating_sub(1)
+            .min(self.columns - 1);
         self.ball.0 += 1;
         let terminated = self.ball.0 == self.rows - 1;
         let reward = match (terminated, self.ball.1 == self.paddle) {
@@ -191,7 +193,10 @@ mod tests {
             last = env.step(away).unwrap();
         }
         assert_eq!(env.paddle(), if away == 2 { 4 } else { 0 });
-        assert_eq!((last.reward, last.terminated, last.game_over), (-1.0, true, true));
+        assert_eq!(
+            (last.reward, last.terminated, last.game_over),
+            (-1.0, true, true)
+        );
         assert!(env.step(3).is_err());
         assert!(Catch::new(1, 5, [1, 1]).is_err());
     }

@@ -279,7 +279,10 @@ mod tests {
         assert!(!s.terminated[0]);
         for i in 0..2 {
             assert_eq!(&s.obs[i * 12..i * 12 + 6], &first[i * 12 + 6..i * 12 + 12]);
-            assert_eq!(&s.obs[i * 12 + 6..i * 12 + 12], &s.final_frames[i * 6..i * 6 + 6]);
+            assert_eq!(
+                &s.obs[i * 12 + 6..i * 12 + 12],
+                &s.final_frames[i * 6..i * 6 + 6]
+            );
         }
         // 3 rows: the episode ends on the second step, and the stack restarts.
         let s = v.step(&[1, 1]).unwrap();

@@ -1,0 +1,313 @@
+//! The off-policy loop on images: [`FrameVecEnv`] stacks of `u8` frames, collected into
+//! frame replay ([`FrameReplay`], each frame stored once) and learned from through
+//! [`OffPolicyLearner::update_frames`]. The loop's settings, schedule and report are the
+//! vector loop's ([`crate::OffPolicyConfig`], [`crate::TrainReport`]); only what it stores
+//! and hands the learner differ.
+
+use crate::agent::ActionBuf;
+use crate::checkpoint::Checkpointer;
+use crate::config::Validate;
+use crate::learner::{OffPolicyLearner, Progress, Update};
+use crate::off_policy::OffPolicyConfig;
+use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
+use emberlab_core::{EmberRng, Error, Result};
+use emberlab_env::{FrameEnvFactory, FrameVecEnv};
+use emberlab_replay::{FrameBatch, FrameReplay, Sampler};
+
+/// Trains `learner` on the image environments `env` for `config.total_steps` env steps,
+/// storing frames in `replay` and evaluating whole games on fresh environments from
+/// `eval_env` every `config.eval_every` steps and at the end. The whole call is
+/// [`FrameOffPolicyTrainer::new`], [`FrameOffPolicyTrainer::step`] until done, and
+/// [`FrameOffPolicyTrainer::finish`].
+///
+/// - `replay` fixes the stack, n-step window and discount (`emberlab_replay::FrameStorage`):
+///   its stack must be `env`'s, its discount the learner's; `config.replay` is not read.
+///   Batches carry n-step returns with their discounts in `FrameBatch::discount`.
+/// - Episodes follow the env's same-step autoreset: an ended episode's last frame is
+///   stored as its final observation (truncated steps bootstrap from it), and the next
+///   episode begins with the reset frame.
+/// - Training returns ([`TrainReport::recent_train_return`]) and evaluations count whole
+///   games ([`emberlab_env::FrameStep::game_over`]), not the lives that end episodes for
+///   learning.
+/// - Prioritized replay gets the learner's TD errors as priorities and its β annealed over
+///   the call, as in [`crate::train_off_policy`].
+///
+/// # Errors
+/// As [`FrameOffPolicyTrainer::new`] and [`FrameOffPolicyTrainer::step`].
+pub fn train_off_policy_frames<L: OffPolicyLearner, S: Sampler>(
+    learner: &mut L,
+    env: &mut FrameVecEnv,
+    replay: &mut FrameReplay<S>,
+    eval_env: &dyn FrameEnvFactory,
+    config: &OffPolicyConfig,
+) -> Result<TrainReport> {
+    let mut trainer = FrameOffPolicyTrainer::new(learner, env, replay, eval_env, config)?;
+    while !trainer.is_done() {
+        trainer.step()?;
+    }
+    trainer.finish()
+}
+
+/// The image off-policy loop as a value (see [`train_off_policy_frames`]).
+pub struct FrameOffPolicyTrainer<'a, L: OffPolicyLearner, S: Sampler> {
+    learner: &'a mut L,
+    env: &'a mut FrameVecEnv,
+    replay: &'a mut FrameReplay<S>,
+    config: OffPolicyConfig,
+    priorities: bool,
+    start: Progress,
+    rng: EmberRng,
+    actions: ActionBuf,
+    batch: FrameBatch,
+    episodes: EpisodeTracker,
+    report: TrainReport,
+    vector_steps: u64,
+    evals: EvalSchedule<'a>,
+    checkpoints: Checkpointer,
+    reached_target: bool,
+}
+
+impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
+    /// Checks what can be checked before training, resets `env` with `config.seed`, begins
+    /// every environment's episode in `replay`, and writes the first weight checkpoint if
+    /// `config.checkpoint` asks for them.
+    ///
+    /// # Errors
+    /// An invalid config; a learner, replay or evaluation env whose observation length,
+    /// stack, environment count, action width or discount differ from `env`'s and the
+    /// learner's; a replay that already holds frames; checkpoints of a learner without
+    /// them; an environment's error.
+    pub fn new(
+        learner: &'a mut L,
+        env: &'a mut FrameVecEnv,
+        replay: &'a mut FrameReplay<S>,
+        eval_env: &'a dyn FrameEnvFactory,
+        config: &OffPolicyConfig,
+    ) -> Result<Self> {
+        config.validate()?;
+        let [c, h, w] = env.obs_shape();
+        Error::check_len("learner observation length", c * h * w, learner.obs_dim())?;
+        let storage = replay.storage();
+        Error::check_len(
+            "replay frame length",
+            env.frame_shape().iter().product(),
+            storage.frame_len(),
+        )?;
+        Error::check_len("replay stack", env.stack(), storage.stack())?;
+        Error::check_len("replay environments", env.num_envs(), storage.num_envs())?;
+        Error::check_len("replay action width", 1, storage.act_dim())?;
+        if !storage.is_empty() {
+            return Err(Error::invalid(
+                "frame replay",
+                format!("{} frames stored", storage.len()),
+                "an empty replay (a run's replay is restored with its run's state)",
+            ));
+        }
+        if let Some(g) = learner.gamma()
+            && (g - storage.gamma()).abs() > 1e-12
+        {
+            return Err(Error::invalid(
+                "frame replay gamma",
+                storage.gamma(),
+                format!("the learner's gamma {g} (returns must use the learner's discount)"),
+            ));
+        }
+        let probe = eval_env.make()?;
+        if probe.frame_shape() != env.frame_shape() || probe.actions() != env.actions() {
+            return Err(Error::invalid(
+                "evaluation env",
+                format!(
+                    "frames {:?}, {} actions",
+                    probe.frame_shape(),
+                    probe.actions()
+                ),
+                format!(
+                    "the training env's frames {:?} and {} actions",
+                    env.frame_shape(),
+                    env.actions()
+                ),
+            ));
+        }
+        drop(probe);
+        let start = *learner.progress();
+        let frame = storage.frame_len();
+        let per = env.stack() * frame;
+        let obs = env.reset(Some(config.seed))?;
+        for (i, stack) in obs.chunks_exact(per).enumerate() {
+            replay.begin(i, &stack[stack.len() - frame..])?;
+        }
+        let evals = EvalSchedule::new(
+            Box::new(FrameEval {
+                factory: eval_env,
+                stack: env.stack(),
+            }),
+            config.eval_episodes,
+            config.seed,
+            config.eval_every,
+            config.target_return,
+        );
+        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+        checkpoints.maybe(learner.checkpoint(), start.env_steps, start.updates)?;
+        Ok(FrameOffPolicyTrainer {
+            priorities: replay.sampler().uses_priorities(),
+            actions: ActionBuf::Discrete(Vec::with_capacity(env.num_envs())),
+            episodes: EpisodeTracker::new(env.num_envs()),
+            learner,
+            env,
+            replay,
+            config: config.clone(),
+            start,
+            rng: EmberRng::seed_from(config.seed).fork(1),
+            batch: FrameBatch::default(),
+            report: TrainReport::default(),
+            vector_steps: 0,
+            evals,
+            checkpoints,
+            reached_target: false,
+        })
+    }
+
+    /// Whether the budget is spent or an evaluation reached `config.target_return`.
+    pub fn is_done(&self) -> bool {
+        self.reached_target || self.report.env_steps >= self.config.total_steps
+    }
+
+    /// The run so far.
+    pub fn report(&self) -> &TrainReport {
+        &self.report
+    }
+
+    /// The learner being trained.
+    pub fn learner(&mut self) -> &mut L {
+        self.learner
+    }
+
+    /// One step of every environment (random actions before `config.learning_starts`, the
+    /// learner's exploring ones after), the rounds of updates due after it, then a
+    /// checkpoint and an evaluation when due. Does nothing once [`Self::is_done`].
+    ///
+    /// # Errors
+    /// An environment's, the replay's, or the learner's error (a panic inside it among
+    /// them); after an error the trainer should be dropped.
+    pub fn step(&mut self) -> Result<()> {
+        if self.is_done() {
+            return Ok(());
+        }
+        let n = self.env.num_envs();
+        let config = &self.config;
+        if self.start.env_steps + self.report.env_steps < config.learning_starts {
+            let (rng, count) = (&mut self.rng, self.env.actions() as u64);
+            let out = self.actions.discrete_mut("the frame trainer")?;
+            out.clear();
+            out.extend((0..n).map(|_| rng.below(count) as usize));
+        } else {
+            let (learner, obs, actions) = (&mut *self.learner, self.env.obs(), &mut self.actions);
+            crate::guard::run_learner(
+                || "the learner's act".into(),
+                || learner.act_pixels(obs, true, actions),
+            )?;
+        }
+        let actions = self.actions.discrete_mut("the frame trainer")?;
+        let step = self.env.step(actions)?;
+        let frame = self.replay.storage().frame_len();
+        let per = self.replay.storage().obs_len();
+        for (i, &action) in actions.iter().enumerate() {
+            let (terminated, truncated) = (step.terminated[i], step.truncated[i]);
+            self.replay.push(
+                i,
+                &[action as f32],
+                step.rewards[i],
+                terminated,
+                truncated,
+                &step.final_frames[i * frame..(i + 1) * frame],
+            )?;
+            if terminated || truncated {
+                self.replay
+                    .begin(i, &step.obs[(i + 1) * per - frame..(i + 1) * per])?;
+            }
+            self.episodes
+                .record(i, step.rewards[i] as f64, step.game_over[i]);
+        }
+        self.report.env_steps += n as u64;
+        self.learner.progress().env_steps += n as u64;
+        self.vector_steps += 1;
+        let env_steps = self.learner.progress().env_steps;
+        self.learner
+            .on_env_steps(env_steps, self.start.env_steps + config.total_steps);
+        let ready =
+            env_steps >= config.learning_starts && self.replay.drawable() >= config.batch_size;
+        if ready && self.vector_steps.is_multiple_of(config.train_freq) {
+            self.update_round()?;
+        }
+        let Progress { env_steps, updates } = *self.learner.progress();
+        self.checkpoints
+            .maybe(self.learner.checkpoint(), env_steps, updates)?;
+        self.report.episodes = self.episodes.episodes();
+        self.report.recent_train_return = self.episodes.recent_mean();
+        self.report.progress = *self.learner.progress();
+        if self.evals.maybe(self.learner, &mut self.report)? {
+            self.reached_target = true;
+        }
+        self.report.wall_secs = self.evals.wall_secs();
+        Ok(())
+    }
+
+    /// `config.gradient_steps` updates (fewer if the replay cannot draw a batch yet).
+    fn update_round(&mut self) -> Result<()> {
+        let config = &self.config;
+        let progress = (self.report.env_steps as f64 / config.total_steps as f64).min(1.0);
+        self.replay.anneal(progress)?;
+        for _ in 0..config.gradient_steps {
+            match self.replay.sample(config.batch_size, &mut self.batch) {
+                Ok(()) => {}
+                Err(Error::NotEnough { .. } | Error::ZeroWeight { .. }) => {
+                    self.report.sample_waits += 1;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+            let update = update_frames_once(self.learner, &self.batch)?;
+            if self.priorities {
+                let td = update
+                    .td_errors
+                    .as_deref()
+                    .ok_or_else(|| Error::Unavailable {
+                        what: "TD errors from this learner".into(),
+                        hint: "prioritized replay needs a learner that returns `Update::td_errors`"
+                            .into(),
+                    })?;
+                self.replay.update_priorities(&self.batch.indices, td)?;
+            }
+            self.report.last_metrics = update.metrics;
+            self.report.updates += 1;
+        }
+        Ok(())
+    }
+
+    /// The final weight checkpoint and evaluation, and the report of the call.
+    ///
+    /// # Errors
+    /// An error writing the checkpoint or evaluating.
+    pub fn finish(mut self) -> Result<TrainReport> {
+        let Progress { env_steps, updates } = *self.learner.progress();
+        self.checkpoints
+            .finish(self.learner.checkpoint(), env_steps, updates)?;
+        self.report.progress = *self.learner.progress();
+        self.evals.finish(self.learner, self.report, &self.episodes)
+    }
+}
+
+/// One update from an image batch, a panic turned into an error, the TD errors' length
+/// checked and the learner's update counter advanced.
+fn update_frames_once<L: OffPolicyLearner>(learner: &mut L, batch: &FrameBatch) -> Result<Update> {
+    let step = learner.progress().updates;
+    let update = crate::guard::run_learner(
+        || format!("the learner's update {step}"),
+        || learner.update_frames(batch, step),
+    )?;
+    if let Some(td) = &update.td_errors {
+        Error::check_len("learner TD errors (one per batch row)", batch.len, td.len())?;
+    }
+    learner.progress().updates += 1;
+    Ok(update)
+}
