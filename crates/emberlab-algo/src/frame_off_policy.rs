@@ -10,9 +10,14 @@ use crate::config::Validate;
 use crate::learner::{OffPolicyLearner, Progress, Update};
 use crate::off_policy::OffPolicyConfig;
 use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
+use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
 use emberlab_core::{EmberRng, Error, Result};
 use emberlab_env::{FrameEnvFactory, FrameVecEnv};
 use emberlab_replay::{FrameBatch, FrameReplay, Sampler};
+use std::path::Path;
+
+/// The snapshot kind of the loop's own state.
+const TRAINER_STATE: &str = "frame off-policy trainer";
 
 /// Trains `learner` on the image environments `env` for `config.total_steps` env steps,
 /// storing frames in `replay` and evaluating whole games on fresh environments from
@@ -294,6 +299,127 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
             .finish(self.learner.checkpoint(), env_steps, updates)?;
         self.report.progress = *self.learner.progress();
         self.evals.finish(self.learner, self.report, &self.episodes)
+    }
+}
+
+impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
+    /// Writes the run's state into `dir` (created if needed, best inside
+    /// [`crate::checkpoint::write_dir_atomically`]): `learner/` (the learner's
+    /// [`crate::TrainingState`]), `replay.frames` and `trainer.state`. The environments'
+    /// own state is not saved (an Atari emulator's lives in its worker): see
+    /// [`FrameOffPolicyTrainer::load_state`].
+    ///
+    /// # Errors
+    /// A learner without a training state ([`Error::Unavailable`]), an I/O error.
+    pub fn save_state(&mut self, dir: &Path) -> Result<()> {
+        crate::training_state::save_learner(self.learner.training_state(), dir)?;
+        self.replay.save(dir.join("replay.frames"))?;
+        let c = &self.config;
+        let mut out = StateWriter::new();
+        out.usize(self.env.num_envs())
+            .usize(self.replay.storage().obs_len())
+            .u64(c.total_steps)
+            .u64(c.seed)
+            .u64(self.start.env_steps)
+            .u64(self.start.updates)
+            .rng(&self.rng)
+            .u64(self.vector_steps)
+            .bool(self.reached_target);
+        self.episodes.save_state(&mut out);
+        self.report.save_state(&mut out);
+        self.evals.save_state(&mut out);
+        self.checkpoints.save_state(&mut out);
+        save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
+    }
+
+    /// Resumes the run [`FrameOffPolicyTrainer::save_state`] wrote into `dir`, in a
+    /// trainer built like the saved one (same config, environments, learner and replay
+    /// kinds): the learner, the replay, the loop's counters, generator, report and
+    /// schedules continue where they were. The environments start new episodes (reset with
+    /// the config's seed plus the env steps so far), and each episode that was running is
+    /// stored as truncated where the run stopped ([`FrameReplay::cut`]): nothing stored is
+    /// lost, and the running episodes' returns are left out of the training returns.
+    ///
+    /// Everything is read and checked before anything changes; an error resetting the
+    /// environments comes last, after the rest was restored.
+    ///
+    /// # Errors
+    /// A missing, truncated or damaged file, the state of a different run, or an
+    /// environment's error.
+    pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
+        let mut replay = FrameReplay::<S>::load(dir.join("replay.frames"))?;
+        let (ours, saved) = (self.replay.storage(), replay.storage());
+        for (what, a, b) in [
+            ("capacity", ours.capacity(), saved.capacity()),
+            ("frame length", ours.frame_len(), saved.frame_len()),
+            ("stack", ours.stack(), saved.stack()),
+            ("environments", ours.num_envs(), saved.num_envs()),
+            ("n-step window", ours.n_step(), saved.n_step()),
+        ] {
+            Error::check_len(&format!("replay {what} in the saved run"), a, b)?;
+        }
+        if ours.gamma() != saved.gamma() {
+            return Err(Error::invalid(
+                "replay gamma in the saved run",
+                saved.gamma(),
+                format!("this run's {}", ours.gamma()),
+            ));
+        }
+        let c = &self.config;
+        let check = crate::training_state::check_saved;
+        let mut src = StateReader::new(&words, TRAINER_STATE);
+        Error::check_len(
+            "environments of the saved run",
+            self.env.num_envs(),
+            src.usize()?,
+        )?;
+        Error::check_len(
+            "observation length of the saved run",
+            ours.obs_len(),
+            src.usize()?,
+        )?;
+        check("total_steps", c.total_steps, src.u64()?)?;
+        check("seed", c.seed, src.u64()?)?;
+        let start = Progress {
+            env_steps: src.u64()?,
+            updates: src.u64()?,
+        };
+        let rng = src.rng()?;
+        let vector_steps = src.u64()?;
+        let reached_target = src.bool()?;
+        let mut episodes = self.episodes.clone();
+        episodes.load_state(&mut src)?;
+        let mut report = self.report.clone();
+        report.load_state(&mut src)?;
+        let evals = (src.u64()?, src.f64()?);
+        let checkpoints = (src.u64()?, src.u64()?);
+        src.finish()?;
+        crate::training_state::load_learner(self.learner.training_state(), dir)?;
+
+        self.start = start;
+        self.rng = rng;
+        self.vector_steps = vector_steps;
+        self.reached_target = reached_target;
+        episodes.drop_running();
+        self.episodes = episodes;
+        self.report = report;
+        self.report.progress = *self.learner.progress();
+        self.evals.restore(evals.0, evals.1);
+        self.checkpoints.restore(checkpoints.0, checkpoints.1);
+        self.report.wall_secs = self.evals.wall_secs();
+        for env in 0..self.env.num_envs() {
+            replay.cut(env)?;
+        }
+        *self.replay = replay;
+        let seed = c.seed.wrapping_add(self.learner.progress().env_steps);
+        let frame = self.replay.storage().frame_len();
+        let per = self.replay.storage().obs_len();
+        let obs = self.env.reset(Some(seed))?;
+        for (i, stack) in obs.chunks_exact(per).enumerate() {
+            self.replay.begin(i, &stack[per - frame..])?;
+        }
+        Ok(())
     }
 }
 

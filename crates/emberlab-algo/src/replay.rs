@@ -6,7 +6,7 @@
 
 use crate::config::{Validate, check_positive, check_range};
 use emberlab_core::{Error, Result};
-use emberlab_replay::{AnySampler, ReplayBuffer, RingStorage};
+use emberlab_replay::{AnySampler, FrameReplay, FrameStorage, ReplayBuffer, RingStorage};
 use serde::{Deserialize, Serialize};
 
 pub use emberlab_replay::DISCOUNT_COLUMN;
@@ -124,6 +124,43 @@ impl ReplayConfig {
             self.eps,
         )?;
         ReplayBuffer::new(storage, sampler, seed)
+    }
+
+    /// The frame replay this config describes (each frame stored once, n-step returns
+    /// walked at gather time) for stacks of `stack` frames of `frame_len` bytes from
+    /// `num_envs` environments, discrete actions (one value each), returns discounted by
+    /// `self.gamma` or else `gamma` (the learner's), the sampler seeded with `seed`.
+    ///
+    /// # Errors
+    /// An invalid config, or [`FrameStorage::new`]'s (a capacity below
+    /// `num_envs · (stack + n_step + 1)`, or one the allocator refuses).
+    pub fn build_frames(
+        &self,
+        frame_len: usize,
+        stack: usize,
+        num_envs: usize,
+        gamma: f64,
+        seed: u64,
+    ) -> Result<FrameReplay<AnySampler>> {
+        self.validate()?;
+        let gamma = self.gamma.unwrap_or(gamma);
+        let storage = FrameStorage::new(
+            self.capacity,
+            frame_len,
+            stack,
+            1,
+            num_envs,
+            self.n_step,
+            gamma,
+        )?;
+        let sampler = AnySampler::named(
+            self.kind.as_str(),
+            self.capacity,
+            self.alpha,
+            self.beta,
+            self.eps,
+        )?;
+        FrameReplay::new(storage, sampler, seed)
     }
 }
 

@@ -156,13 +156,26 @@ pub(crate) fn save_learner_and_env(
     let learner = learner.ok_or_else(no_training_state)?;
     let mut words = StateWriter::new();
     env.save_state(&mut words)?;
+    save_learner(Some(learner), dir)?;
+    save_words(&dir.join("env.state"), "vector env", words.words())
+}
+
+/// Writes `learner/` (the learner's training state) into `dir`.
+pub(crate) fn save_learner(learner: Option<&mut dyn TrainingState>, dir: &Path) -> Result<()> {
+    let learner = learner.ok_or_else(no_training_state)?;
     let learner_dir = dir.join("learner");
     std::fs::create_dir_all(&learner_dir).map_err(|source| Error::Io {
         path: learner_dir.clone(),
         source,
     })?;
-    learner.save_state(&learner_dir)?;
-    save_words(&dir.join("env.state"), "vector env", words.words())
+    learner.save_state(&learner_dir)
+}
+
+/// Restores the learner from `dir/learner` (all or nothing, as the learner restores).
+pub(crate) fn load_learner(learner: Option<&mut dyn TrainingState>, dir: &Path) -> Result<()> {
+    learner
+        .ok_or_else(no_training_state)?
+        .load_state(&dir.join("learner"))
 }
 
 /// Restores the environments from `env_words`, then the learner from `dir/learner`; if

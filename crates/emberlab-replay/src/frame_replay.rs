@@ -160,6 +160,21 @@ impl<S: Sampler> FrameReplay<S> {
         Ok(slot)
     }
 
+    /// Ends environment `env`'s running episode where it stands, as a truncation (see
+    /// [`FrameStorage::cut`]); return-weighted scores take the episode's return so far.
+    /// Returns whether an episode was running.
+    ///
+    /// # Errors
+    /// As [`FrameStorage::cut`].
+    pub fn cut(&mut self, env: usize) -> Result<bool> {
+        let before = self.storage.len();
+        let running = self.storage.cut(env, &mut self.changes)?;
+        if running {
+            self.follow(before, env, 0.0, true)?;
+        }
+        Ok(running)
+    }
+
     /// Hands the sampler what the last storage call changed (module docs): slots stored
     /// from `before` on are left out, then those that stopped being drawable, then those
     /// that became drawable (all `env`'s, whose step earned `reward`) are pushed.

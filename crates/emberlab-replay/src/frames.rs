@@ -401,6 +401,42 @@ impl FrameStorage {
         Ok(slot)
     }
 
+    /// Ends environment `env`'s running episode where it stands, as a truncation: its last
+    /// recorded step is marked truncated, so the windows reaching it complete and bootstrap
+    /// from the waiting frame, which becomes the episode's final frame. For a run resumed
+    /// with fresh environments (whose running episodes cannot be continued); `env` may then
+    /// [`FrameStorage::begin`] a new episode. Returns whether an episode was running.
+    ///
+    /// # Errors
+    /// An `env` out of range.
+    pub fn cut(&mut self, env: usize, changes: &mut FrameChanges) -> Result<bool> {
+        changes.clear();
+        self.check_env(env)?;
+        let Some(seq) = self.pending[env].take() else {
+            return Ok(false);
+        };
+        if self.written - seq > self.capacity as u64 {
+            // The waiting frame itself is gone: nothing of the episode reaches it.
+            return Ok(true);
+        }
+        let Some(last) = self.back((seq % self.capacity as u64) as usize) else {
+            // A begun episode without steps: its frame stays, never drawable.
+            return Ok(true);
+        };
+        if self.flags[last] & TERMINATED == 0 {
+            self.flags[last] |= TRUNCATED;
+        }
+        let mut s = last;
+        for _ in 0..self.n {
+            self.make_ready(s, changes);
+            match self.back(s) {
+                Some(p) => s = p,
+                None => break,
+            }
+        }
+        Ok(true)
+    }
+
     /// Gathers the rows of `slots` (each drawable) into `out`, replacing its contents.
     ///
     /// # Errors

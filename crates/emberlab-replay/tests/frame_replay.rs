@@ -486,3 +486,62 @@ fn damaged_or_foreign_files_are_errors_naming_the_problem() {
     assert!(e.contains("return_weighted"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `cut` ends a running episode as a truncation at its waiting frame: the last steps
+/// windows complete (3-step returns cut short, discounts `γ^m`, the truncated flag set),
+/// their next stacks end with the waiting frame, every sampler follows, and the environment
+/// may begin again. An environment between episodes, or one that only began, has nothing to
+/// make drawable.
+#[test]
+fn a_cut_episode_ends_as_a_truncation_at_its_waiting_frame() {
+    for sampler in samplers(64) {
+        let storage = FrameStorage::new(64, FRAME, STACK, 1, 2, N, 0.5).unwrap();
+        let mut replay = FrameReplay::new(storage, sampler, 1).unwrap();
+        let mut rng = EmberRng::seed_from(9);
+        replay.begin(0, &[1, 1]).unwrap();
+        replay.begin(1, &[50, 50]).unwrap();
+        assert!(replay.cut(1).unwrap(), "env 1 began an episode");
+        assert_eq!(replay.drawable(), 0);
+        assert!(!replay.cut(1).unwrap(), "nothing runs in env 1 now");
+        for t in 2..=4u8 {
+            replay.push(0, &[0.0], 1.0, false, false, &[t, t]).unwrap();
+        }
+        // 3 steps: the first's 3-step window is complete; the other two wait.
+        assert_eq!(replay.drawable(), 1);
+        assert!(replay.cut(0).unwrap());
+        assert_eq!(replay.drawable(), 3);
+        assert_eq!(sampler_set(&mut replay, &mut rng).len(), 3);
+        let slots: Vec<usize> = sampler_set(&mut replay, &mut rng).into_iter().collect();
+        let mut batch = FrameBatch::default();
+        replay.storage().gather(&slots, &mut batch).unwrap();
+        let mut rows: Vec<(u8, f32, f32, f32, u8)> = (0..3)
+            .map(|r| {
+                let obs = &batch.obs[r * FRAME * STACK..(r + 1) * FRAME * STACK];
+                let next = &batch.next_obs[r * FRAME * STACK..(r + 1) * FRAME * STACK];
+                (
+                    obs[obs.len() - 1],
+                    batch.reward[r],
+                    batch.discount[r],
+                    batch.truncated[r],
+                    next[next.len() - 1],
+                )
+            })
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        assert_eq!(
+            rows,
+            vec![
+                (1, 1.75, 0.125, 1.0, 4),
+                (2, 1.5, 0.25, 1.0, 4),
+                (3, 1.0, 0.5, 1.0, 4)
+            ],
+            "{:?}",
+            replay.sampler()
+        );
+        replay.begin(0, &[9, 9]).unwrap();
+        replay.begin(1, &[60, 60]).unwrap();
+        replay.push(1, &[0.0], 1.0, true, false, &[61, 61]).unwrap();
+        assert_eq!(replay.drawable(), 4);
+        assert!(replay.cut(7).is_err());
+    }
+}
