@@ -136,7 +136,12 @@ impl DqnConfig {
 
     /// rl-baselines3-zoo's hyper-parameters for `env_id` (the trainer settings too).
     /// Known: `CartPole-v1`, `Acrobot-v1` (zoo's `gradient_steps: -1` with one env is 4
-    /// updates per 4 steps).
+    /// updates per 4 steps), and every Atari id (zoo's `atari` entry, for
+    /// [`DqnConfig::build_pixels`] on stacks of 4 frames; evaluation every 250k steps on 5
+    /// games is ours).
+    ///
+    /// # Errors
+    /// An id zoo has no DQN entry for.
     pub fn zoo(env_id: &str) -> Result<(DqnConfig, OffPolicyConfig)> {
         match env_id {
             "CartPole-v1" => Ok((
@@ -189,10 +194,37 @@ impl DqnConfig {
                     ..OffPolicyConfig::default()
                 },
             )),
+            // zoo's `atari` entry: NatureCNN on stacks of 4 frames, 10M steps.
+            atari if emberlab_env::is_atari_id(atari) => Ok((
+                DqnConfig {
+                    learning_rate: 1e-4,
+                    target_update_interval: 1000,
+                    exploration: LinearSchedule {
+                        start: 1.0,
+                        end: 0.01,
+                        fraction: 0.1,
+                    },
+                    ..DqnConfig::default()
+                },
+                OffPolicyConfig {
+                    total_steps: 10_000_000,
+                    replay: ReplayConfig {
+                        capacity: 100_000,
+                        ..ReplayConfig::default()
+                    },
+                    learning_starts: 100_000,
+                    batch_size: 32,
+                    train_freq: 4,
+                    gradient_steps: 1,
+                    eval_every: 250_000,
+                    eval_episodes: 5,
+                    ..OffPolicyConfig::default()
+                },
+            )),
             other => Err(Error::invalid(
                 "DQN zoo env id",
                 other,
-                "one of CartPole-v1, Acrobot-v1",
+                "one of CartPole-v1, Acrobot-v1, or an Atari id (ALE/Pong-v5, PongNoFrameskip-v4)",
             )),
         }
     }

@@ -4,6 +4,7 @@
 
 use crate::agent::Agent;
 use crate::checkpoint::Checkpoint;
+use crate::frame_off_policy::FrameOffPolicyTrainer;
 use crate::learner::{OffPolicyLearner, OnPolicyLearner};
 use crate::off_policy::OffPolicyTrainer;
 use crate::on_policy::OnPolicyTrainer;
@@ -81,6 +82,33 @@ impl<L: OffPolicyLearner, S: Sampler> Trainer for OffPolicyTrainer<'_, L, S> {
     }
     fn finish(self: Box<Self>) -> Result<TrainReport> {
         OffPolicyTrainer::finish(*self)
+    }
+}
+
+impl<L: OffPolicyLearner, S: Sampler> Trainer for FrameOffPolicyTrainer<'_, L, S> {
+    fn step(&mut self) -> Result<()> {
+        FrameOffPolicyTrainer::step(self)
+    }
+    fn is_done(&self) -> bool {
+        FrameOffPolicyTrainer::is_done(self)
+    }
+    fn report(&self) -> &TrainReport {
+        FrameOffPolicyTrainer::report(self)
+    }
+    fn save_state(&mut self, dir: &Path) -> Result<()> {
+        FrameOffPolicyTrainer::save_state(self, dir)
+    }
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        FrameOffPolicyTrainer::load_state(self, dir)
+    }
+    fn agent(&mut self) -> &mut dyn Agent {
+        self.learner()
+    }
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        self.learner().checkpoint()
+    }
+    fn finish(self: Box<Self>) -> Result<TrainReport> {
+        FrameOffPolicyTrainer::finish(*self)
     }
 }
 

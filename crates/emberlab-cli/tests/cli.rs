@@ -717,3 +717,71 @@ fn bench_prints_named_figures() {
     }
     std::fs::remove_dir_all(&cwd).unwrap();
 }
+
+/// `ember train dqn --env PongNoFrameskip-v4` trains on pixels out of the box (zoo's Atari
+/// preset: the Nature CNN on stacks of 4 frames, frame replay), here for 160 env steps with
+/// updates from step 80: metrics, an evaluation of a whole game, and an exact checkpoint
+/// with the frame replay are written, and a damaged replay file is refused on resume. Built
+/// without the `gym` feature, the command names the feature. Needs `EMBER_PY_PYTHON`
+/// (scripts/setup-python.sh), the interpreter the Atari workers run on.
+#[test]
+fn atari_dqn_trains_from_the_command() {
+    let cwd = temp("atari");
+    let args = [
+        "train",
+        "dqn",
+        "--env",
+        "PongNoFrameskip-v4",
+        "--steps",
+        "160",
+        "--set",
+        "off_policy.learning_starts=80",
+        "--set",
+        "off_policy.replay.capacity=2000",
+        "--set",
+        "off_policy.eval_episodes=1",
+        "--set",
+        "log_every=40",
+        "--out",
+        "pong",
+        "--quiet",
+    ];
+    if !cfg!(feature = "gym") {
+        let out = ember(&args, &cwd);
+        one_line_error(&out, &["`gym` feature"], "without gym");
+        std::fs::remove_dir_all(&cwd).unwrap();
+        return;
+    }
+    let python = std::env::var("EMBER_PY_PYTHON").expect(
+        "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
+         ale-py and stable-baselines3 (scripts/setup-python.sh)",
+    );
+    let run = |args: &[&str]| {
+        Command::new(EMBER)
+            .args(args)
+            .current_dir(&cwd)
+            .env("EMBER_PYTHON", &python)
+            .output()
+            .unwrap()
+    };
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metrics = std::fs::read_to_string(cwd.join("pong/metrics.csv")).unwrap();
+    assert!(metrics.lines().count() >= 4, "{metrics}");
+    let evals = std::fs::read_to_string(cwd.join("pong/evaluations.csv")).unwrap();
+    let last = evals.lines().last().unwrap();
+    // An untrained greedy policy loses a game of Pong: at least −21 and below 0.
+    let score: f64 = last.split(',').nth(1).unwrap().parse().unwrap();
+    assert!((-21.0..0.0).contains(&score), "{evals}");
+    let replay = cwd.join("pong/checkpoint/replay.frames");
+    let full = std::fs::read(&replay).unwrap();
+    assert!(full.len() > 160 * 84 * 84, "{} bytes of replay", full.len());
+    std::fs::write(&replay, &full[..full.len() - 9]).unwrap();
+    let out = run(&["train", "--resume", "pong"]);
+    one_line_error(&out, &["cannot resume", "replay.frames"], "truncated");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}

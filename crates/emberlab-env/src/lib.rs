@@ -88,7 +88,7 @@ pub use mujoco::MujocoRenderer;
 pub use mujoco::{ASSETS_VAR, MujocoEnv, default_xml_path};
 pub use numpy_random::NumpyRng;
 pub use pixels::{
-    Catch, FrameEnv, FrameEnvFactory, FrameStack, FrameStep, FrameVecEnv, FrameVecStep,
+    Catch, FrameEnv, FrameEnvFactory, FrameStack, FrameStep, FrameVecEnv, FrameVecStep, is_atari_id,
 };
 pub use registry::{EnvFactory, MUJOCO_IDS, factory, ids, make, register};
 #[cfg(feature = "tensor")]

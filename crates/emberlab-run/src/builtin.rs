@@ -95,6 +95,15 @@ impl LearnerConfig for DqnConfig {
         Ok(Box::new(OffPolicy(self.build(obs, act, d)?)))
     }
 
+    fn build_pixel_learner(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        d: &Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        Ok(Box::new(OffPolicy(self.build_pixels(obs, actions, d)?)))
+    }
+
     fn preset(env: &str) -> Preset<Self> {
         off_policy(DqnConfig::zoo(env))
     }

@@ -190,6 +190,22 @@ impl RunConfig {
             .context_with(|| format!("cannot build {} for {}", self.algo, self.env))
     }
 
+    /// The learner this config describes for image observations `obs = [c, h, w]` and
+    /// `actions` discrete actions on `devices`.
+    ///
+    /// # Errors
+    /// An unknown algorithm, an invalid section, a learner without images.
+    pub fn build_pixel_learner(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &emberlab_algo::Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        registry::find(&self.algo)?
+            .build_pixels(&self.settings, obs, actions, devices)
+            .context_with(|| format!("cannot build {} for {}", self.algo, self.env))
+    }
+
     /// The trainer's budget of env steps.
     pub fn total_steps(&self) -> u64 {
         match (&self.off_policy, &self.on_policy) {

@@ -144,6 +144,26 @@ pub trait LearnerConfig: Serialize + DeserializeOwned + Validate + Default + 'st
         devices: &Devices,
     ) -> emberlab_core::Result<Box<dyn RunLearner>>;
 
+    /// The learner for image observations `obs = [channels, height, width]` (stacks of
+    /// `u8` frames) and `actions` discrete actions, wrapped as [`LearnerConfig::build_learner`]
+    /// wraps it.
+    ///
+    /// # Errors
+    /// Default: [`emberlab_core::Error::Unavailable`], a learner of vector observations
+    /// only.
+    fn build_pixel_learner(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> emberlab_core::Result<Box<dyn RunLearner>> {
+        let _ = (obs, actions, devices);
+        Err(emberlab_core::Error::Unavailable {
+            what: "image observations for this learner".into(),
+            hint: "DQN trains on images (Atari ids, `--env PongNoFrameskip-v4`)".into(),
+        })
+    }
+
     /// The preset for `env`: default settings unless the config knows better.
     fn preset(env: &str) -> Preset<Self>
     where
@@ -192,6 +212,20 @@ pub trait LearnerKind: Send + Sync {
         section: &toml::Table,
         obs: &Space,
         act: &Space,
+        devices: &Devices,
+    ) -> Result<Box<dyn RunLearner>>;
+
+    /// The learner a section describes for image observations `obs = [c, h, w]` and
+    /// `actions` discrete actions on `devices`.
+    ///
+    /// # Errors
+    /// As [`LearnerKind::check`], and a learner without images
+    /// ([`LearnerConfig::build_pixel_learner`]).
+    fn build_pixels(
+        &self,
+        section: &toml::Table,
+        obs: [usize; 3],
+        actions: usize,
         devices: &Devices,
     ) -> Result<Box<dyn RunLearner>>;
 }
@@ -256,5 +290,17 @@ impl<C: LearnerConfig> LearnerKind for Kind<C> {
         devices: &Devices,
     ) -> Result<Box<dyn RunLearner>> {
         Ok(self.parse(section)?.build_learner(obs, act, devices)?)
+    }
+
+    fn build_pixels(
+        &self,
+        section: &toml::Table,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        Ok(self
+            .parse(section)?
+            .build_pixel_learner(obs, actions, devices)?)
     }
 }

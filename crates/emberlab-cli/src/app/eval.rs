@@ -31,6 +31,13 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
         bail!("invalid --episodes: got 0, expected >= 1");
     }
     let config = load_config(&args.run)?;
+    if emberlab_env::is_atari_id(&config.env) {
+        bail!(
+            "`ember eval` does not run Atari games yet: {}'s evaluations during training are \
+             in its evaluations.csv",
+            args.run.display()
+        );
+    }
     let classic = crate::render::RENDER_ENVS.contains(&config.env.as_str());
     #[cfg(feature = "mujoco")]
     let mujoco = !classic && crate::mujoco_frames::is_mujoco(&config.env);

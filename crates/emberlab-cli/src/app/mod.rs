@@ -565,10 +565,13 @@ fn resolve_config(
     })?;
     match emberlab_env::factory(env) {
         Ok(_) => {}
+        // Atari games are image environments, outside the registry of vector ones.
+        Err(_) if emberlab_env::is_atari_id(env) => {}
         // Known but not built in (a MuJoCo or gym: id): say how to get it.
         Err(e @ emberlab_core::Error::Unavailable { .. }) => bail!("{e}"),
         Err(_) => bail!(
-            "unknown environment `{env}`: known are {}",
+            "unknown environment `{env}`: known are {}, and Atari ids (ALE/Pong-v5, \
+             PongNoFrameskip-v4)",
             emberlab_env::ids().join(", ")
         ),
     }

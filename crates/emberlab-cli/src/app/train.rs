@@ -67,6 +67,16 @@ pub fn train(
     stop: &AtomicBool,
 ) -> Result<TrainReport> {
     let devices = devices(&config.device)?;
+    let session = Session {
+        dir,
+        config,
+        resume,
+        out,
+        stop,
+    };
+    if emberlab_env::is_atari_id(&config.env) {
+        return atari(config, &devices, session);
+    }
     let mut env = SyncVecEnv::from_id(&config.env, config.num_envs).map_err(|e| {
         anyhow!(
             "{e}; known environments: {}",
@@ -79,13 +89,6 @@ pub fn train(
         env.single_action_space().clone(),
     );
     let mut learner = config.build_learner(&obs, &act, &devices)?;
-    let session = Session {
-        dir,
-        config,
-        resume,
-        out,
-        stop,
-    };
     match (learner.trainee(), &config.off_policy, &config.on_policy) {
         (Trainee::OffPolicy(l), Some(tc), _) => off(l, &mut env, eval.as_ref(), tc, session),
         (Trainee::OnPolicy(mut l), _, Some(tc)) => {
@@ -109,6 +112,49 @@ fn off(
     let mut replay = tc.build_replay(env)?;
     let t = OffPolicyTrainer::new(&mut learner, env, &mut replay, eval, tc)?;
     session.drive(Box::new(t))
+}
+
+/// Frames stacked per observation on Atari (SB3 zoo's `frame_stack: 4`).
+#[cfg(feature = "gym")]
+const ATARI_STACK: usize = 4;
+
+/// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
+/// games stacked by 4 frames, frame replay and the image off-policy loop.
+#[cfg(feature = "gym")]
+fn atari(
+    config: &RunConfig,
+    devices: &emberlab_algo::Devices,
+    session: Session<'_>,
+) -> Result<TrainReport> {
+    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
+    let id = config.env.clone();
+    let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
+        Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
+    };
+    let mut env = FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
+    let mut learner = config.build_pixel_learner(env.obs_shape(), env.actions(), devices)?;
+    let (Trainee::OffPolicy(mut l), Some(tc)) = (learner.trainee(), &config.off_policy) else {
+        return Err(anyhow!(
+            "{} on {}: only off-policy learners (DQN) train on images so far",
+            config.algo,
+            config.env
+        ));
+    };
+    let frame = env.frame_shape().iter().product();
+    let gamma = l.gamma().unwrap_or(0.99);
+    let mut replay = tc
+        .replay
+        .build_frames(frame, ATARI_STACK, env.num_envs(), gamma, tc.seed)?;
+    let t = emberlab_algo::FrameOffPolicyTrainer::new(&mut l, &mut env, &mut replay, &games, tc)?;
+    session.drive(Box::new(t))
+}
+
+#[cfg(not(feature = "gym"))]
+fn atari(_: &RunConfig, _: &emberlab_algo::Devices, _: Session<'_>) -> Result<TrainReport> {
+    Err(anyhow!(
+        "Atari games run in Python workers, which need the `gym` feature: rebuild ember \
+         with `--features gym`"
+    ))
 }
 
 struct Session<'a> {

@@ -84,7 +84,42 @@ impl<F: Fn() -> Result<Box<dyn FrameEnv>> + Send + Sync> FrameEnvFactory for F {
     }
 }
 
+/// Whether `id` names an Atari game as Gymnasium does (`ALE/Pong-v5`,
+/// `PongNoFrameskip-v4`): the ids [`crate::FrameVecEnv`] trainers run through `AtariEnv`
+/// (cargo feature `gym`).
+pub fn is_atari_id(id: &str) -> bool {
+    let game = |name: &str| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric());
+    match id.strip_prefix("ALE/") {
+        Some(rest) => rest.rsplit_once("-v").is_some_and(|(name, _)| game(name)),
+        None => id.strip_suffix("NoFrameskip-v4").is_some_and(game),
+    }
+}
+
 /// The number of bytes of a frame of `shape`.
 pub(crate) fn frame_len(shape: [usize; 3]) -> usize {
     shape.iter().product()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn atari_ids_are_recognised() {
+        for id in [
+            "ALE/Pong-v5",
+            "ALE/Breakout-v5",
+            "PongNoFrameskip-v4",
+            "ALE/MsPacman-v5",
+        ] {
+            assert!(super::is_atari_id(id), "{id}");
+        }
+        for id in [
+            "CartPole-v1",
+            "ALE/-v5",
+            "NoFrameskip-v4",
+            "gym:ALE/Pong-v5",
+            "ALE/Pong",
+        ] {
+            assert!(!super::is_atari_id(id), "{id}");
+        }
+    }
 }
