@@ -10,6 +10,11 @@ hyper-parameters, to compare with Ember's `train_speed` example in the same wind
                    noise 0.1, lr 1e-3, batch 256, net_arch [400, 300], train_freq 1
   td3 HalfCheetah-v5: zoo's mujoco-defaults: learning_starts 10000, normal action noise 0.1,
                    lr 1e-3, batch 256, net_arch [400, 300], train_freq 1, gradient_steps 1
+  dqn PongNoFrameskip-v4 (any Atari id): zoo's atari: AtariWrapper, 1 env, frame stack 4,
+                   CnnPolicy (NatureCNN), buffer 100000, lr 1e-4, batch 32, train_freq 4,
+                   gradient_steps 1, target_update_interval 1000, exploration 0.1 -> 0.01;
+                   learning_starts is `--warmup` (zoo: 100000) so that timing starts with the
+                   updates
 
 `--warmup N` first runs `learn(N)` untimed (e.g. the 10,000 random steps of the MuJoCo
 presets), then times `learn(STEPS)` continuing from there.
@@ -32,7 +37,7 @@ def linear(start):
     return lambda progress_remaining: progress_remaining * start
 
 
-def build(algo, env_id, seed):
+def build(algo, env_id, seed, learning_starts=100000):
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
 
@@ -60,8 +65,21 @@ def build(algo, env_id, seed):
                    batch_size=256, train_freq=1, gradient_steps=1,
                    policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu", verbose=0,
                    **extra)
+    if algo == "dqn" and (env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4")):
+        import ale_py
+        import gymnasium as gym
+        from stable_baselines3 import DQN
+        from stable_baselines3.common.env_util import make_atari_env
+        from stable_baselines3.common.vec_env import VecFrameStack
+
+        gym.register_envs(ale_py)
+        env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=seed), 4)
+        return DQN("CnnPolicy", env, buffer_size=100000, learning_rate=1e-4, batch_size=32,
+                   learning_starts=learning_starts, target_update_interval=1000, train_freq=4,
+                   gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01,
+                   seed=seed, device="cpu", verbose=0)
     raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1, "
-                     "sac HalfCheetah-v5, td3 Pendulum-v1 / HalfCheetah-v5)")
+                     "sac HalfCheetah-v5, td3 Pendulum-v1 / HalfCheetah-v5, dqn on an Atari id)")
 
 
 def main():
@@ -74,7 +92,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model = build(args.algo, args.env, args.seed)
+    model = build(args.algo, args.env, args.seed, learning_starts=args.warmup or 100000)
     if args.warmup:
         model.learn(total_timesteps=args.warmup)
     before, updates_before = model.num_timesteps, getattr(model, "_n_updates", 0)
