@@ -7,8 +7,11 @@
 use crate::agent::ActionBuf;
 use crate::checkpoint::Checkpointer;
 use crate::config::Validate;
-use crate::learner::{OffPolicyLearner, Progress, Update};
-use crate::off_policy::OffPolicyConfig;
+use crate::learner::{OffPolicyLearner, Progress};
+use crate::off_policy::{
+    OffPolicyConfig, after_vector_step, count_vector_step, td_priorities, update_counted,
+    waits_for_transitions,
+};
 use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
 use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
 use emberlab_core::{EmberRng, Error, Result};
@@ -233,27 +236,19 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
             self.episodes
                 .record(i, step.rewards[i] as f64, step.game_over[i]);
         }
-        self.report.env_steps += n as u64;
-        self.learner.progress().env_steps += n as u64;
-        self.vector_steps += 1;
-        let env_steps = self.learner.progress().env_steps;
-        self.learner
-            .on_env_steps(env_steps, self.start.env_steps + config.total_steps);
-        let ready =
-            env_steps >= config.learning_starts && self.replay.drawable() >= config.batch_size;
-        if ready && self.vector_steps.is_multiple_of(config.train_freq) {
+        let planned = self.start.env_steps + config.total_steps;
+        let due = count_vector_step(
+            self.learner,
+            &mut self.report,
+            &mut self.vector_steps,
+            (n, planned),
+            (config, self.replay.drawable()),
+        );
+        if due {
             self.update_round()?;
         }
-        let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
-            .maybe(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.episodes = self.episodes.episodes();
-        self.report.recent_train_return = self.episodes.recent_mean();
-        self.report.progress = *self.learner.progress();
-        if self.evals.maybe(self.learner, &mut self.report)? {
-            self.reached_target = true;
-        }
-        self.report.wall_secs = self.evals.wall_secs();
+        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
+        self.reached_target |= after_vector_step(self.learner, &mut self.report, parts)?;
         Ok(())
     }
 
@@ -265,23 +260,19 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
         for _ in 0..config.gradient_steps {
             match self.replay.sample(config.batch_size, &mut self.batch) {
                 Ok(()) => {}
-                Err(Error::NotEnough { .. } | Error::ZeroWeight { .. }) => {
+                Err(e) if waits_for_transitions(&e) => {
                     self.report.sample_waits += 1;
                     break;
                 }
                 Err(e) => return Err(e),
             }
-            let update = update_frames_once(self.learner, &self.batch)?;
+            let batch = &self.batch;
+            let update = update_counted(self.learner, batch.len, |l, step| {
+                l.update_frames(batch, step)
+            })?;
             if self.priorities {
-                let td = update
-                    .td_errors
-                    .as_deref()
-                    .ok_or_else(|| Error::Unavailable {
-                        what: "TD errors from this learner".into(),
-                        hint: "prioritized replay needs a learner that returns `Update::td_errors`"
-                            .into(),
-                    })?;
-                self.replay.update_priorities(&self.batch.indices, td)?;
+                self.replay
+                    .update_priorities(&self.batch.indices, td_priorities(&update)?)?;
             }
             self.report.last_metrics = update.metrics;
             self.report.updates += 1;
@@ -421,19 +412,4 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
         }
         Ok(())
     }
-}
-
-/// One update from an image batch, a panic turned into an error, the TD errors' length
-/// checked and the learner's update counter advanced.
-fn update_frames_once<L: OffPolicyLearner>(learner: &mut L, batch: &FrameBatch) -> Result<Update> {
-    let step = learner.progress().updates;
-    let update = crate::guard::run_learner(
-        || format!("the learner's update {step}"),
-        || learner.update_frames(batch, step),
-    )?;
-    if let Some(td) = &update.td_errors {
-        Error::check_len("learner TD errors (one per batch row)", batch.len, td.len())?;
-    }
-    learner.progress().updates += 1;
-    Ok(update)
 }

@@ -316,26 +316,19 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             self.resetting[i] = done;
         }
         self.obs.copy_from_slice(step.obs);
-        self.report.env_steps += n as u64;
-        self.learner.progress().env_steps += n as u64;
-        self.vector_steps += 1;
-        let env_steps = self.learner.progress().env_steps;
         let planned = self.start.env_steps + config.total_steps;
-        self.learner.on_env_steps(env_steps, planned);
-        let ready = env_steps >= config.learning_starts && self.replay.len() >= config.batch_size;
-        if ready && self.vector_steps.is_multiple_of(config.train_freq) {
+        let due = count_vector_step(
+            self.learner,
+            &mut self.report,
+            &mut self.vector_steps,
+            (n, planned),
+            (config, self.replay.len()),
+        );
+        if due {
             self.update_round()?;
         }
-        let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
-            .maybe(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.episodes = self.episodes.episodes;
-        self.report.recent_train_return = self.episodes.recent_mean();
-        self.report.progress = *self.learner.progress();
-        if self.evals.maybe(self.learner, &mut self.report)? {
-            self.reached_target = true;
-        }
-        self.report.wall_secs = self.evals.wall_secs();
+        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
+        self.reached_target |= after_vector_step(self.learner, &mut self.report, parts)?;
         Ok(())
     }
 
@@ -349,7 +342,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
                 Ok(()) => {}
                 // Not yet enough to draw a batch (fewer transitions than a draw without
                 // replacement takes, priorities all zero): wait for more transitions.
-                Err(Error::NotEnough { .. } | Error::ZeroWeight { .. }) => {
+                Err(e) if waits_for_transitions(&e) => {
                     self.report.sample_waits += 1;
                     break;
                 }
@@ -362,15 +355,8 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             }
             let update = update_once(self.learner, batch)?;
             if self.priorities {
-                let td = update
-                    .td_errors
-                    .as_deref()
-                    .ok_or_else(|| Error::Unavailable {
-                        what: "TD errors from this learner".into(),
-                        hint: "prioritized replay needs a learner that returns `Update::td_errors`"
-                            .into(),
-                    })?;
-                self.replay.update_priorities(&batch.indices, td)?;
+                self.replay
+                    .update_priorities(&batch.indices, td_priorities(&update)?)?;
             }
             self.report.last_metrics = update.metrics;
             self.report.updates += 1;
@@ -550,16 +536,86 @@ impl OwnState {
     }
 }
 
+/// Counts a vector step of `n` env steps (this call's report, the learner's progress, the
+/// vector steps) and hands the learner its schedule hook with the `planned` total; returns
+/// whether a round of updates is due: learning has started, the replay holds `drawable`
+/// rows for a batch, and the step is a multiple of `train_freq`.
+pub(crate) fn count_vector_step<L: OffPolicyLearner>(
+    learner: &mut L,
+    report: &mut TrainReport,
+    vector_steps: &mut u64,
+    (n, planned): (usize, u64),
+    (config, drawable): (&OffPolicyConfig, usize),
+) -> bool {
+    report.env_steps += n as u64;
+    learner.progress().env_steps += n as u64;
+    *vector_steps += 1;
+    let env_steps = learner.progress().env_steps;
+    learner.on_env_steps(env_steps, planned);
+    env_steps >= config.learning_starts
+        && drawable >= config.batch_size
+        && vector_steps.is_multiple_of(config.train_freq)
+}
+
+/// What follows a vector step's updates in the off-policy loops: a weight checkpoint when
+/// due, the report's episode figures, progress and wall time, and an evaluation when due;
+/// returns whether that evaluation reached the target return.
+pub(crate) fn after_vector_step<L: OffPolicyLearner>(
+    learner: &mut L,
+    report: &mut TrainReport,
+    (checkpoints, episodes, evals): (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
+) -> Result<bool> {
+    let Progress { env_steps, updates } = *learner.progress();
+    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
+    report.episodes = episodes.episodes;
+    report.recent_train_return = episodes.recent_mean();
+    report.progress = *learner.progress();
+    let reached = evals.maybe(learner, report)?;
+    report.wall_secs = evals.wall_secs();
+    Ok(reached)
+}
+
+/// Whether a sampling error only means "not yet": fewer transitions than a draw without
+/// replacement takes, or priorities all zero. The loops wait for more transitions then.
+pub(crate) fn waits_for_transitions(e: &Error) -> bool {
+    matches!(e, Error::NotEnough { .. } | Error::ZeroWeight { .. })
+}
+
+/// The TD errors of `update`, which prioritized replay takes as priorities.
+///
+/// # Errors
+/// [`Error::Unavailable`] for a learner that returns none.
+pub(crate) fn td_priorities(update: &Update) -> Result<&[f32]> {
+    update
+        .td_errors
+        .as_deref()
+        .ok_or_else(|| Error::Unavailable {
+            what: "TD errors from this learner".into(),
+            hint: "prioritized replay needs a learner that returns `Update::td_errors`".into(),
+        })
+}
+
 /// One update of `learner` from `batch` at its update count, a panic inside it caught and
 /// returned as an error; the count advances only on success.
 fn update_once<L: OffPolicyLearner>(learner: &mut L, batch: &Batch) -> Result<Update> {
+    update_counted(learner, batch.len, |l, step| l.update(batch, step))
+}
+
+/// `update` of `learner` at its update count (a batch of `rows`), a panic inside it caught
+/// and returned as an error, its TD errors checked to be one per row; the count advances
+/// only on success.
+pub(crate) fn update_counted<L: OffPolicyLearner>(
+    learner: &mut L,
+    rows: usize,
+    update: impl FnOnce(&mut L, u64) -> Result<Update>,
+) -> Result<Update> {
     let step = learner.progress().updates;
     let update = crate::guard::run_learner(
         || format!("the learner's update {step}"),
-        || learner.update(batch, step),
+        || update(learner, step),
     )?;
     if let Some(td) = &update.td_errors {
-        Error::check_len("learner TD errors (one per batch row)", batch.len, td.len())?;
+        Error::check_len("learner TD errors (one per batch row)", rows, td.len())?;
     }
     learner.progress().updates += 1;
     Ok(update)
