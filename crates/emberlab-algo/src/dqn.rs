@@ -643,6 +643,9 @@ impl Agent for Dqn {
             n * self.obs_dim,
             obs.len(),
         )?;
+        if n == 0 {
+            return Err(Error::invalid("image observations", 0, ">= 1 stack"));
+        }
         let x = pixels_to_unit(obs, [n, c, h, w], self.acting.device())?;
         let q = self.acting.module().forward_pixels(x);
         *out = host_indices(q.argmax(1).reshape([n]));

@@ -116,7 +116,7 @@ pub fn evaluate_frames(
         lengths: Vec::with_capacity(episodes),
     };
     for i in 0..episodes {
-        env.reset(Some(seed + i as u64))?;
+        env.reset(Some(seed.wrapping_add(i as u64)))?;
         let (mut ret, mut len) = (0.0, 0usize);
         loop {
             crate::guard::run_learner(
@@ -128,7 +128,7 @@ pub fn evaluate_frames(
                 Error::invalid("agent actions", "none", "one action per observation")
             })?;
             let step = env.step(&[action])?;
-            ret += step.rewards[0] as f64;
+            ret += step.scores[0] as f64;
             len += 1;
             if step.game_over[0] {
                 break;

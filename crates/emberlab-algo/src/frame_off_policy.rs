@@ -138,6 +138,9 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
         }
         drop(probe);
         let start = *learner.progress();
+        // Everything that can fail before the environments and the replay change.
+        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+        checkpoints.maybe(learner.checkpoint(), start.env_steps, start.updates)?;
         let frame = storage.frame_len();
         let per = env.stack() * frame;
         let obs = env.reset(Some(config.seed))?;
@@ -154,8 +157,6 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
             config.eval_every,
             config.target_return,
         );
-        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
-        checkpoints.maybe(learner.checkpoint(), start.env_steps, start.updates)?;
         Ok(FrameOffPolicyTrainer {
             priorities: replay.sampler().uses_priorities(),
             actions: ActionBuf::Discrete(Vec::with_capacity(env.num_envs())),
@@ -234,7 +235,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
                     .begin(i, &step.obs[(i + 1) * per - frame..(i + 1) * per])?;
             }
             self.episodes
-                .record(i, step.rewards[i] as f64, step.game_over[i]);
+                .record(i, step.scores[i] as f64, step.game_over[i]);
         }
         let planned = self.start.env_steps + config.total_steps;
         let due = count_vector_step(
@@ -347,6 +348,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
             ("stack", ours.stack(), saved.stack()),
             ("environments", ours.num_envs(), saved.num_envs()),
             ("n-step window", ours.n_step(), saved.n_step()),
+            ("action width", ours.act_dim(), saved.act_dim()),
         ] {
             Error::check_len(&format!("replay {what} in the saved run"), a, b)?;
         }
@@ -403,6 +405,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
             replay.cut(env)?;
         }
         *self.replay = replay;
+        self.priorities = self.replay.sampler().uses_priorities();
         let seed = c.seed.wrapping_add(self.learner.progress().env_steps);
         let frame = self.replay.storage().frame_len();
         let per = self.replay.storage().obs_len();

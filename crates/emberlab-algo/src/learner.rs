@@ -103,7 +103,8 @@ pub trait OffPolicyLearner: Agent {
 }
 
 /// Checks a batch of image observations against a learner's observation length `obs_len`
-/// (bytes per stack) and one action value per row: every column's length, finite rewards,
+/// (bytes per stack) and one action value per row: the lengths of the columns a learner
+/// reads (observations, actions, rewards, masks, discounts, weights), finite rewards,
 /// masks of 0 or 1, discounts in `[0, 1]` and finite non-negative weights.
 ///
 /// # Errors

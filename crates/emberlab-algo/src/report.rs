@@ -183,7 +183,6 @@ impl EpisodeTracker {
     }
 }
 
-/// When and how the trainers evaluate: every `every` env steps and once at the end.
 /// A borrowed factory as an owned one.
 pub(crate) struct Borrowed<'a>(pub(crate) &'a dyn EnvFactory);
 
@@ -253,6 +252,7 @@ impl Evaluator for FrameEval<'_> {
     }
 }
 
+/// When and how the trainers evaluate: every `every` env steps and once at the end.
 pub(crate) struct EvalSchedule<'a> {
     env: Box<dyn Evaluator + 'a>,
     episodes: usize,

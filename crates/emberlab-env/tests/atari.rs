@@ -123,6 +123,13 @@ fn replay(id: &str, seed: u64, steps: usize, max_frames: Option<u32>) -> Met {
         let s = env.step(actions[t] as usize).unwrap();
         let what = format!("{id} seed {seed}, step {t}");
         assert_eq!(s.reward, rewards[t], "{what}: reward");
+        // The unclipped score clips to the reward (SB3's ClipRewardEnv: np.sign).
+        assert_eq!(
+            s.reward,
+            s.score.signum() * f32::from(u8::from(s.score != 0.0)),
+            "{what}: score {}",
+            s.score
+        );
         assert_eq!(s.terminated, terminated[t] != 0, "{what}: terminated");
         // SB3 reports a step that both ended the game and ran out of frames as terminated.
         assert_eq!(

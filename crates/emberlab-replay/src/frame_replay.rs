@@ -1,7 +1,8 @@
 //! [`FrameReplay`]: a [`FrameStorage`] and a [`Sampler`] kept in step, with the sampler's
 //! seeded generator — the frame counterpart of [`crate::ReplayBuffer`].
 //!
-//! After every [`FrameReplay::begin`] and [`FrameReplay::push`] the sampler is told what
+//! After every [`FrameReplay::begin`], [`FrameReplay::push`] and [`FrameReplay::cut`] the
+//! sampler is told what
 //! changed: each newly stored slot is left out ([`Sampler::remove`]) until its n-step
 //! window completes, slots that stopped being drawable are left out, and slots that became
 //! drawable are pushed ([`Sampler::on_push`]). So every sampler of the crate draws exactly

@@ -41,7 +41,8 @@ const TRUNCATED: u8 = 4;
 /// The slot's n-step window is complete and its stack intact: it may be drawn.
 const DRAWABLE: u8 = 8;
 
-/// What a [`FrameStorage::begin`] or [`FrameStorage::push`] changed for a sampler: slots
+/// What a [`FrameStorage::begin`], [`FrameStorage::push`] or [`FrameStorage::cut`] changed
+/// for a sampler: slots
 /// that can no longer be drawn (first), then slots that now can, with their n-step return
 /// as a score. Both are cleared by each call.
 #[derive(Clone, Debug, Default, PartialEq)]

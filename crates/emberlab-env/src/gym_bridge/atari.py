@@ -11,8 +11,9 @@
 #   UTF-8 message, then exit (no gymnasium / ale-py / SB3, an unknown id).
 # Ember -> worker: b"R" + u8 has_seed + u64 seed | b"S" + u32 action | b"Q".
 # Worker -> Ember: b"O" + frame + u32 lives (after R) | b"T" + frame + f32 reward
-#   + u8 terminated + u8 truncated + u8 game_over + u32 lives (after S) | b"E" + u32 length +
-#   message (the game raised; the worker goes on).
+#   + f32 score (the game's own rewards since the last step, before clipping) + u8 terminated
+#   + u8 truncated + u8 game_over + u32 lives (after S) | b"E" + u32 length + message (the
+#   game raised; the worker goes on).
 # After a step that terminated (a life lost counts, as in SB3) or truncated, Ember sends R
 # without a seed: SB3's DummyVecEnv resets the same way, which after a lost life continues the
 # game (EpisodicLifeEnv) rather than starting a new one.
@@ -38,8 +39,18 @@ def main():
         kwargs = {"frameskip": 1} if env_id.startswith("ALE/") else {}
         if int(max_frames) > 0:
             kwargs["max_num_frames_per_episode"] = int(max_frames)
+        class Score(gym.Wrapper):
+            """Sums the game's own rewards under AtariWrapper's clipping and frame skip."""
+
+            total = 0.0
+
+            def step(self, action):
+                result = self.env.step(action)
+                Score.total += float(result[1])
+                return result
+
         env = AtariWrapper(
-            gym.make(env_id, **kwargs),
+            Score(gym.make(env_id, **kwargs)),
             noop_max=int(noop_max),
             frame_skip=int(frame_skip),
             terminal_on_life_loss=life_loss == "1",
@@ -65,8 +76,15 @@ def main():
     def step(result):
         obs, reward, terminated, truncated, _ = result
         game_over = bool(ale.game_over(with_truncation=False))
+        score, Score.total = Score.total, 0.0
         flags = struct.pack(
-            "<fBBBI", float(reward), bool(terminated), bool(truncated), game_over, int(ale.lives())
+            "<ffBBBI",
+            float(reward),
+            score,
+            bool(terminated),
+            bool(truncated),
+            game_over,
+            int(ale.lives()),
         )
         return frame(obs) + flags
 

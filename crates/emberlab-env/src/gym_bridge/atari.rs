@@ -50,6 +50,10 @@ impl Default for AtariConfig {
 pub struct AtariStep {
     /// The reward (clipped to its sign unless [`AtariConfig::clip_reward`] is off).
     pub reward: f32,
+    /// The game's own rewards of the step, never clipped (what a score counts, as SB3's
+    /// `Monitor` under the wrappers counts it; rewards of a reset's no-op and fire steps are
+    /// counted with the next step).
+    pub score: f32,
     /// The episode ended: the game is over, or a life was lost.
     pub terminated: bool,
     /// The game hit its frame budget ([`AtariConfig::max_frames`]). Both this and
@@ -209,15 +213,16 @@ impl AtariEnv {
         match self.worker.tag()? {
             b'T' => {
                 self.worker.read_exact(&mut self.frame, "reading a frame")?;
-                let mut rest = [0u8; 11];
+                let mut rest = [0u8; 15];
                 self.worker.read_exact(&mut rest, "reading a step")?;
-                let reward = f32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+                let f32_at = |i: usize| f32::from_le_bytes(rest[i..i + 4].try_into().expect("4"));
                 let step = AtariStep {
-                    reward,
-                    terminated: rest[4] != 0,
-                    truncated: rest[5] != 0,
-                    game_over: rest[6] != 0,
-                    lives: u32::from_le_bytes(rest[7..11].try_into().expect("4 bytes")),
+                    reward: f32_at(0),
+                    score: f32_at(4),
+                    terminated: rest[8] != 0,
+                    truncated: rest[9] != 0,
+                    game_over: rest[10] != 0,
+                    lives: u32::from_le_bytes(rest[11..15].try_into().expect("4 bytes")),
                 };
                 self.lives = step.lives;
                 self.needs_reset = step.terminated || step.truncated;
@@ -245,9 +250,10 @@ impl crate::FrameEnv for AtariEnv {
         let s = AtariEnv::step(self, action)?;
         Ok(crate::FrameStep {
             reward: s.reward,
+            score: s.score,
             terminated: s.terminated,
             truncated: s.truncated,
-            game_over: s.game_over || s.truncated,
+            life_lost: s.terminated && !s.game_over && !s.truncated,
         })
     }
 

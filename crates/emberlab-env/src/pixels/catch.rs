@@ -127,12 +127,7 @@ impl FrameEnv for Catch {
         };
         self.ended = terminated;
         self.draw();
-        Ok(FrameStep {
-            reward,
-            terminated,
-            truncated: false,
-            game_over: terminated,
-        })
+        Ok(FrameStep::new(reward, terminated, false))
     }
 
     fn frame(&self) -> &[u8] {
@@ -188,13 +183,13 @@ mod tests {
         env.reset(Some(0)).unwrap();
         let column = env.ball().1;
         let away = if column < 2 { 2 } else { 0 };
-        let mut last = FrameStep::default();
+        let mut last = FrameStep::new(0.0, false, false);
         for _ in 0..9 {
             last = env.step(away).unwrap();
         }
         assert_eq!(env.paddle(), if away == 2 { 4 } else { 0 });
         assert_eq!(
-            (last.reward, last.terminated, last.game_over),
+            (last.reward, last.terminated, last.game_over()),
             (-1.0, true, true)
         );
         assert!(env.step(3).is_err());

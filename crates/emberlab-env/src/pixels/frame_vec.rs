@@ -26,6 +26,7 @@ pub struct FrameVecEnv {
     terminated: Vec<bool>,
     truncated: Vec<bool>,
     game_over: Vec<bool>,
+    scores: Vec<f32>,
 }
 
 impl std::fmt::Debug for FrameVecEnv {
@@ -45,13 +46,15 @@ pub struct FrameVecStep<'a> {
     pub obs: &'a [u8],
     /// `[n, c, h, w]` the frame each step produced (an ended episode's last).
     pub final_frames: &'a [u8],
-    /// `[n]` rewards.
+    /// `[n]` rewards to learn from.
     pub rewards: &'a [f32],
+    /// `[n]` what the games' scores count ([`FrameStep::score`]).
+    pub scores: &'a [f32],
     /// `[n]` episodes that ended in a terminal state.
     pub terminated: &'a [bool],
     /// `[n]` episodes cut short.
     pub truncated: &'a [bool],
-    /// `[n]` games that are over ([`FrameStep::game_over`]).
+    /// `[n]` games that are over ([`FrameStep::game_over`]: not a lost life only).
     pub game_over: &'a [bool],
 }
 
@@ -99,6 +102,7 @@ impl FrameVecEnv {
             terminated: vec![false; n],
             truncated: vec![false; n],
             game_over: vec![false; n],
+            scores: vec![0.0; n],
             envs,
         })
     }
@@ -158,6 +162,7 @@ impl FrameVecEnv {
             .enumerate()
         {
             let frame = env.reset(seed.map(|s| s.wrapping_add(i as u64)))?;
+            check_frame(i, row.len() / self.stack, frame)?;
             restart(row, frame);
         }
         self.needs_reset = false;
@@ -196,23 +201,30 @@ impl FrameVecEnv {
         let steps: Vec<Result<FrameStep>> = if self.threaded {
             std::thread::scope(|s| {
                 let handles: Vec<_> = jobs
-                    .map(|(((env, &a), row), last)| s.spawn(move || advance(env, a, row, last)))
+                    .enumerate()
+                    .map(|(i, (((env, &a), row), last))| {
+                        std::thread::Builder::new()
+                            .name(format!("ember-frame-env-{i}"))
+                            .spawn_scoped(s, move || advance(i, env, a, row, last))
+                    })
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Error::invalid(
-                                "frame env step",
-                                "a panic",
-                                "an environment that returns errors",
-                            ))
-                        })
+                    .map(|h| match h {
+                        // `advance` turns panics into errors: a join does not fail.
+                        Ok(h) => h.join().unwrap_or_else(|p| {
+                            Err(Error::panicked("a frame env thread", p.as_ref()))
+                        }),
+                        Err(e) => Err(Error::Io {
+                            path: "a thread for a frame environment".into(),
+                            source: e,
+                        }),
                     })
                     .collect()
             })
         } else {
-            jobs.map(|(((env, &a), row), last)| advance(env, a, row, last))
+            jobs.enumerate()
+                .map(|(i, (((env, &a), row), last))| advance(i, env, a, row, last))
                 .collect()
         };
         for (i, step) in steps.into_iter().enumerate() {
@@ -220,13 +232,15 @@ impl FrameVecEnv {
             self.rewards[i] = step.reward;
             self.terminated[i] = step.terminated;
             self.truncated[i] = step.truncated;
-            self.game_over[i] = step.game_over;
+            self.game_over[i] = step.game_over();
+            self.scores[i] = step.score;
         }
         self.needs_reset = false;
         Ok(FrameVecStep {
             obs: &self.stacks,
             final_frames: &self.finals,
             rewards: &self.rewards,
+            scores: &self.scores,
             terminated: &self.terminated,
             truncated: &self.truncated,
             game_over: &self.game_over,
@@ -234,22 +248,41 @@ impl FrameVecEnv {
     }
 }
 
-/// One environment's share of a step: the step, its frame into `last`, then either the
-/// frame shifted into `row` or, where the episode ended, a reset and the new first stack.
+/// Environment `i`'s share of a step: the step, its frame into `last`, then either the
+/// frame shifted into `row` or, where the episode ended, a reset and the new first stack. A
+/// panic inside the environment is returned as an error.
 fn advance(
+    i: usize,
     env: &mut Box<dyn FrameEnv>,
     action: usize,
     row: &mut [u8],
     last: &mut [u8],
 ) -> Result<FrameStep> {
-    let step = env.step(action)?;
-    last.copy_from_slice(env.frame());
-    if step.terminated || step.truncated {
-        restart(row, env.reset(None)?);
-    } else {
-        shift_in(row, last);
-    }
-    Ok(step)
+    Error::catch(
+        || format!("frame env {i}'s step"),
+        || {
+            let step = env.step(action)?;
+            check_frame(i, last.len(), env.frame())?;
+            last.copy_from_slice(env.frame());
+            if step.terminated || step.truncated {
+                let first = env.reset(None)?;
+                check_frame(i, last.len(), first)?;
+                restart(row, first);
+            } else {
+                shift_in(row, last);
+            }
+            Ok(step)
+        },
+    )
+}
+
+/// Environment `i`'s frame must be of its declared length.
+fn check_frame(i: usize, len: usize, frame: &[u8]) -> Result<()> {
+    Error::check_len(
+        &format!("frame of env {i} (its frame_shape's bytes)"),
+        len,
+        frame.len(),
+    )
 }
 
 #[cfg(test)]
@@ -306,5 +339,131 @@ mod tests {
         assert!(FrameVecEnv::new(envs, 4).is_err());
         assert!(FrameVecEnv::new(Vec::new(), 4).is_err());
         assert!(FrameVecEnv::new(vec![Box::new(Catch::default())], 0).is_err());
+    }
+
+    /// Catch with 3 balls a game (a miss or catch of the first two is a lost life), its
+    /// steps "elsewhere" (threaded), and a step that errs or panics on request.
+    struct Games {
+        inner: Catch,
+        balls: u32,
+        fail: Option<(u32, bool)>,
+        steps: u32,
+    }
+
+    impl FrameEnv for Games {
+        fn frame_shape(&self) -> [usize; 3] {
+            self.inner.frame_shape()
+        }
+        fn actions(&self) -> usize {
+            3
+        }
+        fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
+            if seed.is_some() || self.balls == 3 {
+                self.balls = 0;
+            }
+            self.inner.reset(seed)
+        }
+        fn step(&mut self, action: usize) -> Result<FrameStep> {
+            self.steps += 1;
+            match self.fail {
+                Some((at, true)) if at == self.steps => panic!("bad step {at}"),
+                Some((at, false)) if at == self.steps => {
+                    return Err(Error::invalid("games step", at, "no failure"));
+                }
+                _ => {}
+            }
+            let mut step = self.inner.step(action)?;
+            step.score *= 10.0;
+            if step.terminated {
+                self.balls += 1;
+                step.life_lost = self.balls < 3;
+            }
+            Ok(step)
+        }
+        fn frame(&self) -> &[u8] {
+            self.inner.frame()
+        }
+        fn steps_elsewhere(&self) -> bool {
+            true
+        }
+    }
+
+    fn games(fail: Option<(u32, bool)>) -> FrameVecEnv {
+        let envs = (0..2)
+            .map(|i| {
+                Box::new(Games {
+                    inner: Catch::new(3, 2, [1, 1]).unwrap(),
+                    balls: 0,
+                    fail: fail.filter(|_| i == 1),
+                    steps: 0,
+                }) as Box<dyn FrameEnv>
+            })
+            .collect();
+        FrameVecEnv::new(envs, 2).unwrap()
+    }
+
+    #[test]
+    fn lost_lives_end_episodes_and_games_end_after_the_last() {
+        let mut v = games(None);
+        assert!(v.threaded, "environments stepping elsewhere run in threads");
+        v.reset(Some(1)).unwrap();
+        let mut ends = Vec::new();
+        for t in 1..=6 {
+            let s = v.step(&[1, 1]).unwrap();
+            assert_eq!(s.scores[0], s.rewards[0] * 10.0);
+            if t % 2 == 0 {
+                assert!(s.terminated[0] && s.terminated[1]);
+                ends.push(s.game_over[0]);
+                // Every lost life restarts the stack: zeros, then the reset frame.
+                assert_eq!(&s.obs[..6], &[0; 6]);
+                assert_eq!(s.obs[6..12].iter().filter(|&&b| b == 255).count(), 2);
+            }
+        }
+        assert_eq!(ends, [false, false, true], "a game of 3 balls");
+    }
+
+    #[test]
+    fn errors_and_panics_in_threads_come_back_as_errors() {
+        for panics in [false, true] {
+            let mut v = games(Some((2, panics)));
+            v.reset(Some(0)).unwrap();
+            v.step(&[1, 1]).unwrap();
+            let err = v.step(&[1, 1]).unwrap_err().to_string();
+            let want = if panics { "bad step 2" } else { "games step" };
+            assert!(err.contains(want), "{err}");
+            assert!(
+                v.step(&[1, 1]).is_err(),
+                "an error leaves the envs to be reset"
+            );
+            v.reset(Some(0)).unwrap();
+            v.step(&[1, 1]).unwrap();
+        }
+    }
+
+    /// An environment whose frames are not of its declared shape is an error, not a panic.
+    #[test]
+    fn frames_of_the_wrong_length_are_errors() {
+        struct Short(Catch);
+        impl FrameEnv for Short {
+            fn frame_shape(&self) -> [usize; 3] {
+                [1, 4, 4]
+            }
+            fn actions(&self) -> usize {
+                3
+            }
+            fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
+                self.0.reset(seed)
+            }
+            fn step(&mut self, action: usize) -> Result<FrameStep> {
+                self.0.step(action)
+            }
+            fn frame(&self) -> &[u8] {
+                self.0.frame()
+            }
+        }
+        let mut v =
+            FrameVecEnv::new(vec![Box::new(Short(Catch::new(3, 2, [1, 1]).unwrap()))], 2).unwrap();
+        let err = v.reset(Some(0)).unwrap_err().to_string();
+        assert!(err.contains("frame of env 0"), "{err}");
     }
 }

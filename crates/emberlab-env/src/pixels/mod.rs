@@ -19,18 +19,39 @@ pub use frame_vec::{FrameVecEnv, FrameVecStep};
 use emberlab_core::Result;
 
 /// What a step of a [`FrameEnv`] returned (the new frame is [`FrameEnv::frame`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// [`FrameStep::new`] fills the fields a plain environment needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FrameStep {
-    /// The reward.
+    /// The reward to learn from (Atari: clipped to its sign).
     pub reward: f32,
+    /// What the game's score counts of the step: training returns and evaluations sum it
+    /// (Atari: the unclipped reward; otherwise the reward).
+    pub score: f32,
     /// The episode ended in a terminal state (for Atari with life loss: a life was lost).
     pub terminated: bool,
     /// The episode was cut short (a time or frame budget).
     pub truncated: bool,
-    /// The whole game is over: what a score counts to. It differs from `terminated ||
-    /// truncated` only where an episode for learning is shorter than a game (Atari's lost
-    /// lives).
-    pub game_over: bool,
+    /// The episode ended with a lost life only: the game goes on after the reset, and its
+    /// score keeps counting (Atari's episodic life). False for environments without lives.
+    pub life_lost: bool,
+}
+
+impl FrameStep {
+    /// A step of an environment without lives: the score is the reward.
+    pub fn new(reward: f32, terminated: bool, truncated: bool) -> Self {
+        FrameStep {
+            reward,
+            score: reward,
+            terminated,
+            truncated,
+            life_lost: false,
+        }
+    }
+
+    /// Whether the game is over: the episode ended, and not by a lost life only.
+    pub fn game_over(&self) -> bool {
+        (self.terminated || self.truncated) && !self.life_lost
+    }
 }
 
 /// One environment whose observations are `u8` frames `[channels, height, width]`
@@ -46,7 +67,8 @@ pub trait FrameEnv: Send {
     fn actions(&self) -> usize;
 
     /// Starts an episode (seeding the environment when `seed` is given); returns the first
-    /// frame.
+    /// frame. After a lost life ([`FrameStep::life_lost`]) an environment with lives goes on
+    /// with the same game, and may ignore `seed` then (`AtariEnv` does, as SB3's wrappers).
     ///
     /// # Errors
     /// The environment's own (a dead worker process, for example).
@@ -90,7 +112,9 @@ impl<F: Fn() -> Result<Box<dyn FrameEnv>> + Send + Sync> FrameEnvFactory for F {
 pub fn is_atari_id(id: &str) -> bool {
     let game = |name: &str| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric());
     match id.strip_prefix("ALE/") {
-        Some(rest) => rest.rsplit_once("-v").is_some_and(|(name, _)| game(name)),
+        Some(rest) => rest.rsplit_once("-v").is_some_and(|(name, v)| {
+            game(name) && !v.is_empty() && v.chars().all(|c| c.is_ascii_digit())
+        }),
         None => id.strip_suffix("NoFrameskip-v4").is_some_and(game),
     }
 }
@@ -118,6 +142,8 @@ mod tests {
             "NoFrameskip-v4",
             "gym:ALE/Pong-v5",
             "ALE/Pong",
+            "ALE/Pong-v",
+            "ALE/Pong-vX",
         ] {
             assert!(!super::is_atari_id(id), "{id}");
         }
