@@ -127,6 +127,14 @@ fn atari(
     session: Session<'_>,
 ) -> Result<TrainReport> {
     use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
+    // Said before any game's worker starts.
+    if config.off_policy.is_none() {
+        return Err(anyhow!(
+            "{} on {}: only off-policy learners (DQN) train on images so far",
+            config.algo,
+            config.env
+        ));
+    }
     let id = config.env.clone();
     let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
         Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
