@@ -116,14 +116,19 @@ impl ReplayConfig {
     ) -> Result<ReplayBuffer<AnySampler>> {
         self.validate()?;
         let storage = RingStorage::for_n_step(self.capacity, obs_dim, act_dim, self.n_step)?;
-        let sampler = AnySampler::named(
+        let sampler = self.sampler()?;
+        ReplayBuffer::new(storage, sampler, seed)
+    }
+
+    /// The sampler this config names, of its capacity.
+    fn sampler(&self) -> Result<AnySampler> {
+        AnySampler::named(
             self.kind.as_str(),
             self.capacity,
             self.alpha,
             self.beta,
             self.eps,
-        )?;
-        ReplayBuffer::new(storage, sampler, seed)
+        )
     }
 
     /// The frame replay this config describes (each frame stored once, n-step returns
@@ -153,13 +158,7 @@ impl ReplayConfig {
             self.n_step,
             gamma,
         )?;
-        let sampler = AnySampler::named(
-            self.kind.as_str(),
-            self.capacity,
-            self.alpha,
-            self.beta,
-            self.eps,
-        )?;
+        let sampler = self.sampler()?;
         FrameReplay::new(storage, sampler, seed)
     }
 }
@@ -168,7 +167,7 @@ impl ReplayConfig {
 mod tests {
     use super::*;
     use emberlab_core::{Batch, Transition};
-    use emberlab_replay::EpisodeWriter;
+    use emberlab_replay::{EpisodeWriter, Sampler};
 
     fn step<'a>(obs: &'a [f32], reward: f32, end: (bool, bool)) -> Transition<'a> {
         Transition {
@@ -179,6 +178,46 @@ mod tests {
             terminated: end.0,
             truncated: end.1,
         }
+    }
+
+    #[test]
+    fn frame_replay_follows_the_config() {
+        let config = ReplayConfig {
+            kind: ReplayKind::Prioritized,
+            capacity: 100,
+            n_step: 3,
+            ..ReplayConfig::default()
+        };
+        let replay = config.build_frames(16, 4, 2, 0.9, 1).unwrap();
+        let storage = replay.storage();
+        assert_eq!(
+            (storage.capacity(), storage.frame_len(), storage.stack()),
+            (100, 16, 4)
+        );
+        assert_eq!((storage.num_envs(), storage.n_step()), (2, 3));
+        assert_eq!(
+            storage.gamma(),
+            0.9,
+            "the learner's gamma where the config has none"
+        );
+        assert!(replay.sampler().uses_priorities());
+        let own = ReplayConfig {
+            gamma: Some(0.5),
+            ..config.clone()
+        };
+        assert_eq!(
+            own.build_frames(16, 4, 2, 0.9, 1)
+                .unwrap()
+                .storage()
+                .gamma(),
+            0.5
+        );
+        // 2 envs × (4 + 3 + 1) = 16 slots at least.
+        let small = ReplayConfig {
+            capacity: 15,
+            ..config
+        };
+        assert!(small.build_frames(16, 4, 2, 0.9, 1).is_err());
     }
 
     #[test]
