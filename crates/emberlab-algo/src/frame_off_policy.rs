@@ -9,8 +9,8 @@ use crate::checkpoint::Checkpointer;
 use crate::config::Validate;
 use crate::learner::{OffPolicyLearner, Progress};
 use crate::off_policy::{
-    OffPolicyConfig, after_vector_step, count_vector_step, td_priorities, update_counted,
-    waits_for_transitions,
+    OffPolicyConfig, after_vector_step, check_same_sampler, count_vector_step, td_priorities,
+    update_counted, waits_for_transitions,
 };
 use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
 use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
@@ -359,6 +359,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
                 format!("this run's {}", ours.gamma()),
             ));
         }
+        check_same_sampler(self.replay.sampler(), replay.sampler())?;
         let c = &self.config;
         let check = crate::training_state::check_saved;
         let mut src = StateReader::new(&words, TRAINER_STATE);
@@ -388,6 +389,9 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
         let evals = (src.u64()?, src.f64()?);
         let checkpoints = (src.u64()?, src.u64()?);
         src.finish()?;
+        for env in 0..self.env.num_envs() {
+            replay.cut(env)?;
+        }
         crate::training_state::load_learner(self.learner.training_state(), dir)?;
 
         self.start = start;
@@ -401,11 +405,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
         self.evals.restore(evals.0, evals.1);
         self.checkpoints.restore(checkpoints.0, checkpoints.1);
         self.report.wall_secs = self.evals.wall_secs();
-        for env in 0..self.env.num_envs() {
-            replay.cut(env)?;
-        }
         *self.replay = replay;
-        self.priorities = self.replay.sampler().uses_priorities();
         let seed = c.seed.wrapping_add(self.learner.progress().env_steps);
         let frame = self.replay.storage().frame_len();
         let per = self.replay.storage().obs_len();

@@ -426,6 +426,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
         let env_words = load_words(&dir.join("env.state"), "vector env")?;
         let replay = ReplayBuffer::<S>::load(dir.join("replay.bin"))?;
+        check_same_sampler(self.replay.sampler(), replay.sampler())?;
         Error::check_len(
             "replay observation width in the saved run",
             self.obs_dim,
@@ -534,6 +535,28 @@ impl OwnState {
             .restore(self.checkpoints.0, self.checkpoints.1);
         t.report.wall_secs = t.evals.wall_secs();
     }
+}
+
+/// A saved run's sampler must be of this run's kind (an `AnySampler` loads any kind): the
+/// same use of priorities and of scores.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the saved kind.
+pub(crate) fn check_same_sampler<S: Sampler>(ours: &S, saved: &S) -> Result<()> {
+    let kind = |s: &S| (s.uses_priorities(), s.uses_scores());
+    if kind(ours) == kind(saved) {
+        return Ok(());
+    }
+    let name = |(p, s): (bool, bool)| match (p, s) {
+        (true, _) => "prioritized",
+        (_, true) => "return-weighted",
+        _ => "uniform",
+    };
+    Err(Error::invalid(
+        "replay sampler of the saved run",
+        name(kind(saved)),
+        format!("this run's {} sampler", name(kind(ours))),
+    ))
 }
 
 /// Counts a vector step of `n` env steps (this call's report, the learner's progress, the
@@ -672,4 +695,25 @@ pub(crate) fn zoo_mujoco(env_id: &str) -> Option<(f64, OffPolicyConfig)> {
             },
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emberlab_replay::{AnySampler, Prioritized, ReturnWeighted, Uniform};
+
+    #[test]
+    fn a_saved_sampler_of_another_kind_is_refused() {
+        let kinds: [AnySampler; 3] = [
+            Uniform::new(8, true).into(),
+            Prioritized::new(8, 0.6, 0.4).unwrap().into(),
+            ReturnWeighted::new(8).into(),
+        ];
+        for (i, a) in kinds.iter().enumerate() {
+            for (j, b) in kinds.iter().enumerate() {
+                let r = check_same_sampler(a, b);
+                assert_eq!(r.is_ok(), i == j, "{i} {j}: {r:?}");
+            }
+        }
+    }
 }

@@ -199,9 +199,20 @@ fn pixel_and_vector_dqns_refuse_each_others_inputs() {
     let config = DqnConfig::default();
     let mut pixel = config.build_pixels([2, 40, 40], 3, &devices).unwrap();
     let mut out = ActionBuf::Discrete(Vec::new());
-    assert!(pixel.act(&[0.0; 3200], false, &mut out).is_err());
-    let vector_batch = emberlab_core::Batch::with_capacity(3200, 1, 1);
-    assert!(pixel.update(&vector_batch, 0).is_err());
+    let mut vector_batch = emberlab_core::Batch::with_capacity(3200, 1, 1);
+    vector_batch.len = 1;
+    vector_batch.obs = vec![0.0; 3200];
+    vector_batch.next_obs = vec![0.0; 3200];
+    vector_batch.action = vec![0.0];
+    vector_batch.reward = vec![0.0];
+    vector_batch.terminated = vec![0.0];
+    let err = pixel.update(&vector_batch, 0).unwrap_err().to_string();
+    assert!(err.contains("built for images"), "{err}");
+    let err = pixel
+        .act(&[0.0; 3200], false, &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("built for images"), "{err}");
     assert!(pixel.act_pixels(&[], false, &mut out).is_err(), "no stack");
     assert!(
         pixel.act_pixels(&[0; 3199], false, &mut out).is_err(),
@@ -224,7 +235,11 @@ fn pixel_and_vector_dqns_refuse_each_others_inputs() {
         "{err}"
     );
     let frames = emberlab_replay::FrameBatch::default();
-    assert!(vector.update_frames(&frames, 0).is_err());
+    let err = vector.update_frames(&frames, 0).unwrap_err();
+    assert!(
+        matches!(err, emberlab_core::Error::Unavailable { .. }),
+        "{err}"
+    );
 
     assert!(
         config.build_pixels([2, 40, 40], 0, &devices).is_err(),

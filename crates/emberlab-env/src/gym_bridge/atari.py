@@ -44,6 +44,10 @@ def main():
 
             total = 0.0
 
+            def reset(self, **kwargs):
+                Score.total = 0.0  # as SB3's Monitor starts each game's sum afresh
+                return self.env.reset(**kwargs)
+
             def step(self, action):
                 result = self.env.step(action)
                 Score.total += float(result[1])

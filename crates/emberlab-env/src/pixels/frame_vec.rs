@@ -215,9 +215,9 @@ impl FrameVecEnv {
                         Ok(h) => h.join().unwrap_or_else(|p| {
                             Err(Error::panicked("a frame env thread", p.as_ref()))
                         }),
-                        Err(e) => Err(Error::Io {
-                            path: "a thread for a frame environment".into(),
-                            source: e,
+                        Err(e) => Err(Error::Unavailable {
+                            what: "a thread to step a frame environment".into(),
+                            hint: format!("the system refused it: {e}"),
                         }),
                     })
                     .collect()
