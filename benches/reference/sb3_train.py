@@ -15,6 +15,12 @@ hyper-parameters, to compare with Ember's `train_speed` example in the same wind
                    gradient_steps 1, target_update_interval 1000, exploration 0.1 -> 0.01;
                    learning_starts is `--warmup` (zoo: 100000) so that timing starts with the
                    updates
+  ppo PongNoFrameskip-v4 (any Atari id): zoo's atari: AtariWrapper, 8 envs (DummyVecEnv),
+                   frame stack 4, CnnPolicy (NatureCNN shared by both heads), n_steps 128,
+                   4 epochs, batch 256, learning rate lin_2.5e-4, clip range lin_0.1,
+                   ent_coef 0.01, vf_coef 0.5
+  a2c PongNoFrameskip-v4 (any Atari id): zoo's atari: 16 envs, frame stack 4, CnnPolicy,
+                   ent_coef 0.01, vf_coef 0.25, RMSpropTFLike(eps 1e-5)
 
 `--warmup N` first runs `learn(N)` untimed (e.g. the 10,000 random steps of the MuJoCo
 presets), then times `learn(STEPS)` continuing from there.
@@ -65,21 +71,34 @@ def build(algo, env_id, seed, learning_starts=100000):
                    batch_size=256, train_freq=1, gradient_steps=1,
                    policy_kwargs=dict(net_arch=[400, 300]), seed=seed, device="cpu", verbose=0,
                    **extra)
-    if algo == "dqn" and (env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4")):
+    atari = env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4")
+    if algo in ("dqn", "ppo", "a2c") and atari:
         import ale_py
         import gymnasium as gym
-        from stable_baselines3 import DQN
+        from stable_baselines3 import A2C, DQN
         from stable_baselines3.common.env_util import make_atari_env
         from stable_baselines3.common.vec_env import VecFrameStack
 
         gym.register_envs(ale_py)
-        env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=seed), 4)
+        n_envs = {"dqn": 1, "ppo": 8, "a2c": 16}[algo]
+        env = VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), 4)
+        if algo == "ppo":
+            return PPO("CnnPolicy", env, n_steps=128, n_epochs=4, batch_size=256,
+                       learning_rate=linear(2.5e-4), clip_range=linear(0.1), vf_coef=0.5,
+                       ent_coef=0.01, seed=seed, device="cpu", verbose=0)
+        if algo == "a2c":
+            from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+            return A2C("CnnPolicy", env, ent_coef=0.01, vf_coef=0.25,
+                       policy_kwargs=dict(optimizer_class=RMSpropTFLike,
+                                          optimizer_kwargs=dict(eps=1e-5)),
+                       seed=seed, device="cpu", verbose=0)
         return DQN("CnnPolicy", env, buffer_size=100000, learning_rate=1e-4, batch_size=32,
                    learning_starts=learning_starts, target_update_interval=1000, train_freq=4,
                    gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01,
                    seed=seed, device="cpu", verbose=0)
     raise SystemExit(f"no preset for {algo} {env_id} (ppo CartPole-v1, sac Pendulum-v1, "
-                     "sac HalfCheetah-v5, td3 Pendulum-v1 / HalfCheetah-v5, dqn on an Atari id)")
+                     "sac HalfCheetah-v5, td3 Pendulum-v1 / HalfCheetah-v5, dqn/ppo/a2c on an Atari id)")
 
 
 def main():

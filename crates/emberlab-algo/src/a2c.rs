@@ -10,7 +10,7 @@ use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
 use emberlab_core::{Error, Result, Space};
 use emberlab_env::NormalizeConfig;
-use emberlab_nn::Activation;
+use emberlab_nn::{Activation, PixelEncoderKind};
 use serde::{Deserialize, Serialize};
 
 /// A2C hyper-parameters (SB3 / rl-baselines3-zoo names and defaults).
@@ -58,6 +58,11 @@ pub struct A2cConfig {
     pub learning_rate_linear: bool,
     /// Seed of the weights and of the action sampling.
     pub seed: u64,
+    /// On images ([`A2cConfig::build_pixels`]): the encoder both heads share.
+    pub encoder: PixelEncoderKind,
+    /// On images: hidden widths of the policy and value networks after the encoder (SB3's
+    /// `CnnPolicy`: none, linear heads on the features).
+    pub pixel_hidden: Vec<usize>,
 }
 
 impl Default for A2cConfig {
@@ -81,6 +86,8 @@ impl Default for A2cConfig {
             sde_sample_freq: 0,
             learning_rate_linear: false,
             seed: 0,
+            encoder: PixelEncoderKind::Nature,
+            pixel_hidden: Vec::new(),
         }
     }
 }
@@ -94,7 +101,8 @@ impl Validate for A2cConfig {
         check_range("ent_coef", self.ent_coef, 0.0, 1e6)?;
         check_range("vf_coef", self.vf_coef, 0.0, 1e6)?;
         check_range("log_std_init", self.log_std_init, -20.0, 5.0)?;
-        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)
+        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)?;
+        crate::config::check_widths("pixel_hidden", &self.pixel_hidden)
     }
 }
 
@@ -137,10 +145,28 @@ impl A2cConfig {
                 },
                 8,
             )),
+            // zoo's `atari` entry (CnnPolicy on stacks of 4 frames, 16 envs). zoo swaps in
+            // `RMSpropTFLike` (ε inside the root); ours is PyTorch's RMSprop with zoo's
+            // ε = 1e-5. Evaluation every 250k steps on 5 games is ours.
+            id if emberlab_env::is_atari_id(id) => Ok((
+                A2cConfig {
+                    ent_coef: 0.01,
+                    vf_coef: 0.25,
+                    ..A2cConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 10_000_000,
+                    n_steps: 5,
+                    eval_every: 250_000,
+                    eval_episodes: 5,
+                    ..OnPolicyConfig::default()
+                },
+                16,
+            )),
             other => Err(Error::invalid(
                 "A2C zoo env id",
                 other,
-                "CartPole-v1 or Pendulum-v1",
+                "CartPole-v1, Pendulum-v1 or an Atari id",
             )),
         }
     }
@@ -157,7 +183,29 @@ impl A2cConfig {
         devices: &Devices,
     ) -> Result<PolicyGradient> {
         self.validate()?;
-        let settings = PgSettings {
+        PolicyGradient::new(self.settings(), obs_space, action_space, devices)
+    }
+
+    /// The learner of `actions` discrete actions on `u8` frame stacks `obs = [c, h, w]`
+    /// (SB3's `A2C("CnnPolicy")`): `encoder` in front of linear heads, or of
+    /// `pixel_hidden` layers. It acts through [`crate::Agent::act_pixels`] and learns
+    /// through [`crate::OnPolicyLearner::update_frames`].
+    ///
+    /// # Errors
+    /// A config value out of range, no actions, frames too small for the encoder.
+    pub fn build_pixels(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> Result<PolicyGradient> {
+        self.validate()?;
+        let net = (self.encoder, &self.pixel_hidden[..]);
+        PolicyGradient::new_pixels(self.settings(), net, obs, actions, devices)
+    }
+
+    fn settings(&self) -> PgSettings {
+        PgSettings {
             name: "A2C",
             hidden: self.hidden.clone(),
             activation: self.activation,
@@ -182,7 +230,6 @@ impl A2cConfig {
             sde_sample_freq: self.sde_sample_freq,
             learning_rate_linear: self.learning_rate_linear,
             ppo: None,
-        };
-        PolicyGradient::new(settings, obs_space, action_space, devices)
+        }
     }
 }

@@ -68,6 +68,19 @@ pub fn check_hidden(field: &str, hidden: &[usize]) -> Result<()> {
     }
 }
 
+/// Widths of optional layers (e.g. after an image encoder): none zero, possibly none.
+pub(crate) fn check_widths(field: &str, widths: &[usize]) -> Result<()> {
+    if widths.contains(&0) {
+        Err(Error::invalid(
+            field,
+            format!("{widths:?}"),
+            "widths >= 1 (or none)",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,14 +102,7 @@ impl Validate for DqnConfig {
         check_range("exploration.fraction", self.exploration.fraction, 0.0, 1.0)?;
         check_open_closed("huber_delta", self.huber_delta, 0.0, 1e9)?;
         check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)?;
-        if self.pixel_hidden.contains(&0) {
-            return Err(Error::invalid(
-                "pixel_hidden",
-                format!("{:?}", self.pixel_hidden),
-                "widths >= 1 (or none)",
-            ));
-        }
-        Ok(())
+        crate::config::check_widths("pixel_hidden", &self.pixel_hidden)
     }
 }
 

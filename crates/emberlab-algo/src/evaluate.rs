@@ -140,6 +140,31 @@ pub fn evaluate_frames(
     Ok(result)
 }
 
+/// Checks, before a training run on images, that games from `eval` have the training
+/// environments' frames and actions.
+///
+/// # Errors
+/// The factory's own error, or [`Error::InvalidArgument`] naming both.
+pub(crate) fn check_frame_eval_env(train: &FrameVecEnv, eval: &dyn FrameEnvFactory) -> Result<()> {
+    let probe = eval.make()?;
+    if probe.frame_shape() != train.frame_shape() || probe.actions() != train.actions() {
+        return Err(Error::invalid(
+            "evaluation env",
+            format!(
+                "frames {:?}, {} actions",
+                probe.frame_shape(),
+                probe.actions()
+            ),
+            format!(
+                "the training env's frames {:?} and {} actions",
+                train.frame_shape(),
+                train.actions()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks, before a training run, that environments from `eval` have the training
 /// environment's spaces (so that a wrong factory fails at once, not after the budget).
 ///

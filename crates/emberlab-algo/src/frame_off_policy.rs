@@ -120,23 +120,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
                 format!("the learner's gamma {g} (returns must use the learner's discount)"),
             ));
         }
-        let probe = eval_env.make()?;
-        if probe.frame_shape() != env.frame_shape() || probe.actions() != env.actions() {
-            return Err(Error::invalid(
-                "evaluation env",
-                format!(
-                    "frames {:?}, {} actions",
-                    probe.frame_shape(),
-                    probe.actions()
-                ),
-                format!(
-                    "the training env's frames {:?} and {} actions",
-                    env.frame_shape(),
-                    env.actions()
-                ),
-            ));
-        }
-        drop(probe);
+        crate::evaluate::check_frame_eval_env(env, eval_env)?;
         let start = *learner.progress();
         // Everything that can fail before the environments and the replay change.
         let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;

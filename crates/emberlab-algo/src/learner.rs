@@ -180,13 +180,14 @@ pub enum AdvantageMode {
     },
 }
 
-/// The training rows of one rollout (reset steps and unusable tails already removed).
+/// The training rows of one rollout (reset steps and unusable tails already removed), with
+/// observations of type `O`: `f32` vectors, or `u8` image stacks ([`FrameRolloutBatch`]).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RolloutBatch {
+pub struct RolloutBatch<O = f32> {
     /// Number of rows.
     pub len: usize,
     /// `[len, obs_dim]` observations.
-    pub obs: Vec<f32>,
+    pub obs: Vec<O>,
     /// `[len, act_dim]` actions as stored (discrete indices as one `f32`).
     pub actions: Vec<f32>,
     /// `[len]` advantages.
@@ -201,14 +202,13 @@ pub struct RolloutBatch {
     pub values: Vec<f32>,
 }
 
-impl RolloutBatch {
-    /// Checks that this rollout fits a learner of the given widths: `len` rows in every
-    /// column, all values finite. The error names the offending field (and row).
-    ///
-    /// # Errors
-    /// [`Error::Shape`] for a length mismatch, [`Error::NonFinite`] for a NaN or infinity,
-    /// [`Error::InvalidArgument`] for an empty rollout.
-    pub fn check(&self, obs_dim: usize, act_dim: usize) -> Result<()> {
+/// A rollout of image observations: each row's observation is a stack of `u8` frames
+/// `[k · c, h, w]` (as `emberlab_env::FrameVecEnv` stacks them), `obs_dim` bytes.
+pub type FrameRolloutBatch = RolloutBatch<u8>;
+
+impl<O> RolloutBatch<O> {
+    /// Every check of [`RolloutBatch::check`] but the observations' finiteness.
+    fn check_columns(&self, obs_dim: usize, act_dim: usize) -> Result<()> {
         if self.len == 0 {
             return Err(Error::invalid("rollout.len", 0, ">= 1"));
         }
@@ -221,7 +221,6 @@ impl RolloutBatch {
         )?;
         Error::check_len("rollout.advantages", n, self.advantages.len())?;
         Error::check_len("rollout.returns", n, self.returns.len())?;
-        Error::check_finite_rows("rollout.obs", &self.obs, obs_dim)?;
         Error::check_finite_rows("rollout.actions", &self.actions, act_dim)?;
         Error::check_finite_rows("rollout.advantages", &self.advantages, 1)?;
         Error::check_finite_rows("rollout.returns", &self.returns, 1)?;
@@ -235,6 +234,30 @@ impl RolloutBatch {
             }
         }
         Ok(())
+    }
+}
+
+impl RolloutBatch {
+    /// Checks that this rollout fits a learner of the given widths: `len` rows in every
+    /// column, all values finite. The error names the offending field (and row).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a length mismatch, [`Error::NonFinite`] for a NaN or infinity,
+    /// [`Error::InvalidArgument`] for an empty rollout.
+    pub fn check(&self, obs_dim: usize, act_dim: usize) -> Result<()> {
+        self.check_columns(obs_dim, act_dim)?;
+        Error::check_finite_rows("rollout.obs", &self.obs, obs_dim)
+    }
+}
+
+impl FrameRolloutBatch {
+    /// Checks that this image rollout fits a learner whose observations are `obs_len`
+    /// bytes: `len` rows in every column, every value finite.
+    ///
+    /// # Errors
+    /// As [`RolloutBatch::check`].
+    pub fn check_frames(&self, obs_len: usize, act_dim: usize) -> Result<()> {
+        self.check_columns(obs_len, act_dim)
     }
 }
 
@@ -321,6 +344,43 @@ pub trait OnPolicyLearner: Agent {
     /// range), and a NaN or infinite loss (before any parameter changes).
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics>;
 
+    /// As [`OnPolicyLearner::act_rollout`], for image stacks (see
+    /// [`crate::Agent::act_pixels`]). Default: [`crate::Agent::act_pixels`] with nothing
+    /// recorded.
+    ///
+    /// # Errors
+    /// As [`crate::Agent::act_pixels`].
+    fn act_rollout_pixels(
+        &mut self,
+        obs: &[u8],
+        out: &mut crate::agent::ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        record.clear();
+        self.act_pixels(obs, true, out)
+    }
+
+    /// As [`OnPolicyLearner::values`], for image stacks.
+    ///
+    /// # Errors
+    /// Default: [`Error::Unavailable`], a learner of vector observations only.
+    fn values_pixels(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>> {
+        let _ = obs;
+        Err(crate::agent::pixels_unavailable("values of images"))
+    }
+
+    /// As [`OnPolicyLearner::update`], from a rollout of image stacks.
+    ///
+    /// # Errors
+    /// As [`OnPolicyLearner::update`]; default: [`Error::Unavailable`], a learner of
+    /// vector observations only.
+    fn update_frames(&mut self, batch: &FrameRolloutBatch, step: u64) -> Result<Metrics> {
+        let _ = (batch, step);
+        Err(crate::agent::pixels_unavailable(
+            "updates from image rollouts",
+        ))
+    }
+
     /// The learner's counters, which the trainers advance.
     fn progress(&mut self) -> &mut Progress;
 
@@ -393,6 +453,23 @@ impl<T: OnPolicyLearner + ?Sized> OnPolicyLearner for &mut T {
 
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
         (**self).update(batch, step)
+    }
+
+    fn act_rollout_pixels(
+        &mut self,
+        obs: &[u8],
+        out: &mut crate::agent::ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        (**self).act_rollout_pixels(obs, out, record)
+    }
+
+    fn values_pixels(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>> {
+        (**self).values_pixels(obs)
+    }
+
+    fn update_frames(&mut self, batch: &FrameRolloutBatch, step: u64) -> Result<Metrics> {
+        (**self).update_frames(batch, step)
     }
 
     fn progress(&mut self) -> &mut Progress {

@@ -76,6 +76,7 @@ mod evaluate;
 #[doc(hidden)]
 pub mod faults;
 mod frame_off_policy;
+mod frame_on_policy;
 mod guard;
 mod learner;
 mod off_policy;
@@ -112,9 +113,10 @@ pub use emberlab_nn::Activation;
 pub use emberlab_replay::FrameBatch;
 pub use evaluate::{EvalResult, evaluate, evaluate_env, evaluate_frames};
 pub use frame_off_policy::{FrameOffPolicyTrainer, train_off_policy_frames};
+pub use frame_on_policy::{FrameOnPolicyTrainer, train_on_policy_frames};
 pub use learner::{
-    ActingRecord, AdvantageMode, Metrics, OffPolicyLearner, OnPolicyLearner, Progress,
-    RolloutBatch, Update, check_discrete_actions, check_frame_batch,
+    ActingRecord, AdvantageMode, FrameRolloutBatch, Metrics, OffPolicyLearner, OnPolicyLearner,
+    Progress, RolloutBatch, Update, check_discrete_actions, check_frame_batch,
 };
 pub use off_policy::{OffPolicyConfig, OffPolicyTrainer, random_actions, train_off_policy};
 pub use on_policy::{OnPolicyConfig, OnPolicyTrainer, train_on_policy};

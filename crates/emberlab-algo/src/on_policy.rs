@@ -5,7 +5,9 @@
 use crate::agent::{ActionBuf, stored_action_dim};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
-use crate::learner::{ActingRecord, AdvantageMode, OnPolicyLearner, Progress, RolloutBatch};
+use crate::learner::{
+    ActingRecord, AdvantageMode, Metrics, OnPolicyLearner, Progress, RolloutBatch,
+};
 use crate::report::{EpisodeTracker, EvalSchedule, TrainReport};
 use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
 use emberlab_core::{Error, Result};
@@ -73,8 +75,8 @@ impl Validate for OnPolicyConfig {
 /// transition under next-step autoreset); with the behaviour policy's log-probabilities
 /// and values when the learner records them (each complete or empty).
 #[derive(Debug, Default)]
-struct RolloutBuffer {
-    obs: Vec<f32>,
+pub(crate) struct RolloutBuffer<O = f32> {
+    obs: Vec<O>,
     actions: Vec<f32>,
     rewards: Vec<f32>,
     terminated: Vec<f32>,
@@ -87,8 +89,8 @@ struct RolloutBuffer {
     has_values: bool,
 }
 
-impl RolloutBuffer {
-    fn clear(&mut self) {
+impl<O: RolloutObs> RolloutBuffer<O> {
+    pub(crate) fn clear(&mut self) {
         self.obs.clear();
         self.actions.clear();
         self.rewards.clear();
@@ -129,6 +131,209 @@ impl RolloutBuffer {
         }
         Ok(())
     }
+
+    /// Begins a vector step: keeps the observations `obs` the learner acts on, acts
+    /// through it (exploring) and keeps what it recorded; checks recorded actions' width.
+    pub(crate) fn act<L: OnPolicyLearner + ?Sized>(
+        &mut self,
+        learner: &mut L,
+        obs: &[O],
+        (actions, record): (&mut ActionBuf, &mut ActingRecord),
+        (n, act_dim): (usize, usize),
+    ) -> Result<()> {
+        self.obs.extend_from_slice(obs);
+        crate::guard::run_learner(
+            || "the learner's act".into(),
+            || O::act(learner, obs, actions, record),
+        )?;
+        self.record(record, n)?;
+        let stored = &record.stored_actions;
+        if !stored.is_empty() {
+            Error::check_len(
+                "recorded actions (rows × act_dim)",
+                n * act_dim,
+                stored.len(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores sub-environment `i`'s part of a vector step: its action (as recorded, or
+    /// as acted), reward and flags, and whether it was an autoreset step.
+    pub(crate) fn push(
+        &mut self,
+        i: usize,
+        (actions, stored, row, act_dim): (&ActionBuf, &[f32], &mut Vec<f32>, usize),
+        reward: f32,
+        (terminated, truncated): (bool, bool),
+        reset_step: bool,
+    ) {
+        if stored.is_empty() {
+            actions.write_row(i, act_dim, row);
+            self.actions.extend_from_slice(row);
+        } else {
+            self.actions
+                .extend_from_slice(&stored[i * act_dim..(i + 1) * act_dim]);
+        }
+        self.rewards.push(reward);
+        self.terminated.push(terminated as u8 as f32);
+        self.truncated.push(truncated as u8 as f32);
+        self.reset_step.push(reset_step);
+    }
+
+    /// Ends the rollout with the observations after its last step.
+    pub(crate) fn close(&mut self, last: &[O]) {
+        self.obs.extend_from_slice(last);
+    }
+}
+
+/// The observations of a rollout: `f32` vectors or `u8` image stacks, each with the
+/// learner's methods for it.
+pub(crate) trait RolloutObs: Copy + Default + 'static {
+    /// [`OnPolicyLearner::act_rollout`] or [`OnPolicyLearner::act_rollout_pixels`].
+    fn act<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[Self],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()>;
+    /// [`OnPolicyLearner::values`] or [`OnPolicyLearner::values_pixels`].
+    fn values<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[Self],
+    ) -> Result<Option<Vec<f32>>>;
+    /// [`OnPolicyLearner::update`] or [`OnPolicyLearner::update_frames`].
+    fn update<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        batch: &RolloutBatch<Self>,
+        step: u64,
+    ) -> Result<Metrics>;
+}
+
+impl RolloutObs for f32 {
+    fn act<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[f32],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        learner.act_rollout(obs, out, record)
+    }
+
+    fn values<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[f32],
+    ) -> Result<Option<Vec<f32>>> {
+        learner.values(obs)
+    }
+
+    fn update<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        batch: &RolloutBatch,
+        step: u64,
+    ) -> Result<Metrics> {
+        learner.update(batch, step)
+    }
+}
+
+impl RolloutObs for u8 {
+    fn act<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[u8],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        learner.act_rollout_pixels(obs, out, record)
+    }
+
+    fn values<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        obs: &[u8],
+    ) -> Result<Option<Vec<f32>>> {
+        learner.values_pixels(obs)
+    }
+
+    fn update<L: OnPolicyLearner + ?Sized>(
+        learner: &mut L,
+        batch: &RolloutBatch<u8>,
+        step: u64,
+    ) -> Result<Metrics> {
+        learner.update_frames(batch, step)
+    }
+}
+
+/// Everything after a rollout of `n` sub-environments, shared by the vector and image
+/// loops: counts its env steps, gets the values advantages need (only the last
+/// observations' when the learner recorded the others while acting), fills `batch` and
+/// makes one update when it has rows. `total_steps` is the call's budget (for the
+/// learner's schedules).
+pub(crate) fn learn_from_rollout<O: RolloutObs, L: OnPolicyLearner + ?Sized>(
+    learner: &mut L,
+    buf: &mut RolloutBuffer<O>,
+    (last_obs, n, obs_dim, act_dim): (&[O], usize, usize, usize),
+    batch: &mut RolloutBatch<O>,
+    report: &mut TrainReport,
+    total_steps: u64,
+) -> Result<()> {
+    let steps = buf.rewards.len() as u64;
+    report.env_steps += steps;
+    learner.progress().env_steps += steps;
+    let values = if buf.has_values {
+        let last = crate::guard::run_learner(
+            || "the learner's values".into(),
+            || O::values(learner, last_obs),
+        )?;
+        match last {
+            Some(v) => {
+                Error::check_len("learner values (last observations)", n, v.len())?;
+                buf.values.extend_from_slice(&v);
+                Some(std::mem::take(&mut buf.values))
+            }
+            None => None,
+        }
+    } else {
+        crate::guard::run_learner(
+            || "the learner's values".into(),
+            || O::values(learner, &buf.obs),
+        )?
+    };
+    advantages(
+        learner.advantage_mode(),
+        buf,
+        values.as_deref(),
+        (n, obs_dim, act_dim),
+        batch,
+    )?;
+    if batch.len > 0 {
+        let env_steps = learner.progress().env_steps;
+        let planned = env_steps - report.env_steps + total_steps;
+        learner.on_env_steps(env_steps, planned);
+        let step = learner.progress().updates;
+        report.last_metrics = crate::guard::run_learner(
+            || format!("the learner's update {step}"),
+            || O::update(learner, batch, step),
+        )?;
+        learner.progress().updates += 1;
+        report.updates += 1;
+    }
+    Ok(())
+}
+
+/// After a rollout's update, in both on-policy loops: a checkpoint when due, the report's
+/// episodes and returns, and an evaluation when due; whether it reached the target return.
+pub(crate) fn after_rollout<L: OnPolicyLearner>(
+    learner: &mut L,
+    report: &mut TrainReport,
+    (checkpoints, episodes, evals): (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
+) -> Result<bool> {
+    let Progress { env_steps, updates } = *learner.progress();
+    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
+    report.episodes = episodes.episodes;
+    report.recent_train_return = episodes.recent_mean();
+    report.progress = *learner.progress();
+    let reached = evals.maybe(learner, report)?;
+    report.wall_secs = evals.wall_secs();
+    Ok(reached)
 }
 
 /// Trains `learner` on `env` for `config.total_steps` env steps, one update per rollout;
@@ -285,40 +490,19 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         }
         let n = self.resetting.len();
         let (obs_dim, act_dim) = (self.obs_dim, self.act_dim);
-        let n_steps = self.config.n_steps;
         let buf = &mut self.buf;
         buf.clear();
-        for _ in 0..n_steps {
-            buf.obs.extend_from_slice(&self.obs);
-            let (learner, obs, actions) = (&mut *self.learner, &self.obs, &mut self.actions);
-            let record = &mut self.record;
-            crate::guard::run_learner(
-                || "the learner's act".into(),
-                || learner.act_rollout(obs, actions, record),
-            )?;
-            buf.record(record, n)?;
-            let stored = &record.stored_actions;
-            if !stored.is_empty() {
-                Error::check_len(
-                    "recorded actions (rows × act_dim)",
-                    n * act_dim,
-                    stored.len(),
-                )?;
-            }
+        for _ in 0..self.config.n_steps {
+            let acting = (&mut self.actions, &mut self.record);
+            buf.act(&mut *self.learner, &self.obs, acting, (n, act_dim))?;
             let step = self.env.step(self.actions.as_vec_actions())?;
+            let stored = &self.record.stored_actions;
             for (i, resetting) in self.resetting.iter_mut().enumerate() {
-                if stored.is_empty() {
-                    self.actions.write_row(i, act_dim, &mut self.row);
-                    buf.actions.extend_from_slice(&self.row);
-                } else {
-                    buf.actions
-                        .extend_from_slice(&stored[i * act_dim..(i + 1) * act_dim]);
-                }
-                buf.rewards.push(step.rewards[i] as f32);
-                buf.terminated.push(step.terminated[i] as u8 as f32);
-                buf.truncated.push(step.truncated[i] as u8 as f32);
-                buf.reset_step.push(*resetting);
-                let done = step.terminated[i] || step.truncated[i];
+                let (terminated, truncated) = (step.terminated[i], step.truncated[i]);
+                let acted = (&self.actions, &stored[..], &mut self.row, act_dim);
+                let reward = step.rewards[i] as f32;
+                buf.push(i, acted, reward, (terminated, truncated), *resetting);
+                let done = terminated || truncated;
                 if !*resetting {
                     self.episodes.record(i, step.env_rewards()[i], done);
                 }
@@ -326,62 +510,19 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             }
             self.obs.copy_from_slice(step.obs);
         }
-        buf.obs.extend_from_slice(&self.obs);
-        self.report.env_steps += (n * n_steps) as u64;
-        self.learner.progress().env_steps += (n * n_steps) as u64;
-        let learner = &mut *self.learner;
-        // Values recorded while acting need only the last observation's to bootstrap.
-        let values = if buf.has_values {
-            let last = crate::guard::run_learner(
-                || "the learner's values".into(),
-                || learner.values(&self.obs),
-            )?;
-            match last {
-                Some(v) => {
-                    Error::check_len("learner values (last observations)", n, v.len())?;
-                    buf.values.extend_from_slice(&v);
-                    Some(std::mem::take(&mut buf.values))
-                }
-                None => None,
-            }
-        } else {
-            crate::guard::run_learner(
-                || "the learner's values".into(),
-                || learner.values(&buf.obs),
-            )?
-        };
-        advantages(
-            learner.advantage_mode(),
+        buf.close(&self.obs);
+        let shape = (&self.obs[..], n, obs_dim, act_dim);
+        let (batch, report) = (&mut self.batch, &mut self.report);
+        learn_from_rollout(
+            &mut *self.learner,
             buf,
-            values.as_deref(),
-            n,
-            obs_dim,
-            act_dim,
-            &mut self.batch,
+            shape,
+            batch,
+            report,
+            self.config.total_steps,
         )?;
-        if self.batch.len > 0 {
-            let env_steps = learner.progress().env_steps;
-            let planned = env_steps - self.report.env_steps + self.config.total_steps;
-            learner.on_env_steps(env_steps, planned);
-            let step = learner.progress().updates;
-            let batch = &self.batch;
-            self.report.last_metrics = crate::guard::run_learner(
-                || format!("the learner's update {step}"),
-                || learner.update(batch, step),
-            )?;
-            learner.progress().updates += 1;
-            self.report.updates += 1;
-        }
-        let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
-            .maybe(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.episodes = self.episodes.episodes;
-        self.report.recent_train_return = self.episodes.recent_mean();
-        self.report.progress = *self.learner.progress();
-        if self.evals.maybe(self.learner, &mut self.report)? {
-            self.reached_target = true;
-        }
-        self.report.wall_secs = self.evals.wall_secs();
+        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
+        self.reached_target |= after_rollout(self.learner, &mut self.report, parts)?;
         Ok(())
     }
 
@@ -467,14 +608,12 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
 /// Fills `out` with the training rows of `buf`: advantages and returns per `mode`, reset
 /// steps removed (and, for Monte-Carlo returns, steps whose episode does not end inside
 /// the rollout).
-fn advantages(
+fn advantages<O: RolloutObs>(
     mode: AdvantageMode,
-    buf: &RolloutBuffer,
+    buf: &RolloutBuffer<O>,
     values: Option<&[f32]>,
-    envs: usize,
-    obs_dim: usize,
-    act_dim: usize,
-    out: &mut RolloutBatch,
+    (envs, obs_dim, act_dim): (usize, usize, usize),
+    out: &mut RolloutBatch<O>,
 ) -> Result<()> {
     let steps_envs = buf.rewards.len();
     if let Some(v) = values {
@@ -590,7 +729,7 @@ mod tests {
             gamma: 0.5,
             baseline: false,
         };
-        advantages(mode, &buf, None, 1, 1, 1, &mut out).unwrap();
+        advantages(mode, &buf, None, (1, 1, 1), &mut out).unwrap();
         assert_eq!(out.len, 2);
         assert_eq!(out.obs, vec![0.0, 1.0]);
         assert_eq!(out.returns, vec![1.5, 1.0]);
@@ -609,9 +748,9 @@ mod tests {
             gamma: 1.0,
             lambda: 1.0,
         };
-        assert!(advantages(mode, &buf, None, 1, 1, 1, &mut out).is_err());
+        assert!(advantages(mode, &buf, None, (1, 1, 1), &mut out).is_err());
         let values = [0.5, 0.5, 0.5, 0.5, 2.0];
-        advantages(mode, &buf, Some(&values), 1, 1, 1, &mut out).unwrap();
+        advantages(mode, &buf, Some(&values), (1, 1, 1), &mut out).unwrap();
         assert_eq!(out.len, 3);
         assert_eq!(out.obs, vec![0.0, 1.0, 3.0]);
         // Episode 1: returns 2, 1; last step bootstraps V = 2: return 3.

@@ -3,15 +3,17 @@
 //! trunk), trained on the on-policy trainer's advantages with an entropy bonus, either with
 //! one plain policy-gradient step per rollout (A2C, REINFORCE) or with PPO's clipped
 //! surrogate over minibatch epochs. They are configs of it ([`crate::A2cConfig`],
-//! [`crate::ReinforceConfig`], [`crate::PpoConfig`]).
+//! [`crate::ReinforceConfig`], [`crate::PpoConfig`]). Built for images (e.g.
+//! [`crate::PpoConfig::build_pixels`]), the network reads `u8` frame stacks through an
+//! image encoder both heads share, as SB3's `CnnPolicy` does.
 
 use crate::acting::ActingCopy;
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
 use crate::devices::Devices;
 use crate::learner::{
-    ActingRecord, AdvantageMode, Metrics, OnPolicyLearner, Progress, RolloutBatch,
-    check_discrete_actions,
+    ActingRecord, AdvantageMode, FrameRolloutBatch, Metrics, OnPolicyLearner, Progress,
+    RolloutBatch, check_discrete_actions,
 };
 use crate::optimizer::{OptimizerKind, step_in_place};
 use crate::persist::{Persist, Visitor};
@@ -20,12 +22,15 @@ use crate::tensors::{column, host, matrix};
 use crate::training_state::TrainingState;
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use emberlab_core::{BoxSpace, EmberRng, Error, Result, Space};
 use emberlab_loss::{
     checked_loss, clipped_values, entropy_loss, mse, policy_gradient_loss, ppo_clip_loss,
 };
-use emberlab_nn::{Activation, ActorCriticNet, ActorCriticNetConfig, HostActions, PolicyHead};
+use emberlab_nn::{
+    Activation, ActorCriticNet, ActorCriticNetConfig, HostActions, PixelEncoderKind, PolicyHead,
+    pixels_to_unit,
+};
 
 /// PPO's part of the settings (absent for A2C and REINFORCE).
 #[derive(Clone, Debug, PartialEq)]
@@ -73,7 +78,10 @@ pub(crate) struct PgSettings {
 /// action spaces.
 pub struct PolicyGradient {
     settings: PgSettings,
+    /// Observation width: `c · h · w` bytes of a frame stack for a learner of images.
     obs_dim: usize,
+    /// `[c, h, w]` of the frame stacks of a learner built for images.
+    pixels: Option<[usize; 3]>,
     learn: Device,
     plain: Device,
     head: PolicyHead,
@@ -153,8 +161,83 @@ impl PolicyGradient {
             orthogonal_init: settings.orthogonal_init,
         }
         .init(&learn)?;
-        Ok(PolicyGradient {
+        let input = Input {
             obs_dim,
+            pixels: None,
+        };
+        Ok(Self::assemble(
+            settings,
+            head,
+            action_box,
+            input,
+            net,
+            (plain, learn),
+            devices,
+        ))
+    }
+
+    /// The learner of `actions` discrete actions on frame stacks `obs = [c, h, w]`: an
+    /// `encoder` (orthogonally initialised with gain √2 when the settings ask for SB3's
+    /// initialisation) whose features feed a policy and a value network of `hidden` widths
+    /// (none: linear heads, SB3's `CnnPolicy`).
+    pub(crate) fn new_pixels(
+        settings: PgSettings,
+        (encoder, hidden): (PixelEncoderKind, &[usize]),
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> Result<PolicyGradient> {
+        if actions == 0 {
+            return Err(Error::invalid(
+                format!("{} actions", settings.name),
+                0,
+                ">= 1",
+            ));
+        }
+        let head = PolicyHead::Categorical { actions };
+        let (plain, learn, _seeded) =
+            crate::tensors::learner_devices(&devices.learn, settings.seed);
+        let gain = settings.orthogonal_init.then_some(2f64.sqrt());
+        let encoder = encoder.init(obs, gain, &learn)?;
+        let net = ActorCriticNetConfig {
+            obs_dim: encoder.features(),
+            head: head.clone(),
+            hidden: hidden.to_vec(),
+            activation: settings.activation,
+            shared_trunk: false,
+            value: settings.value,
+            orthogonal_init: settings.orthogonal_init,
+        }
+        .init_with_encoder(encoder, &learn)?;
+        let input = Input {
+            obs_dim: obs.iter().product(),
+            pixels: Some(obs),
+        };
+        Ok(Self::assemble(
+            settings,
+            head,
+            None,
+            input,
+            net,
+            (plain, learn),
+            devices,
+        ))
+    }
+
+    /// The learner around a freshly drawn `net` (the caller still holds the seeding guard:
+    /// the acting copy reads the weights here).
+    fn assemble(
+        settings: PgSettings,
+        head: PolicyHead,
+        action_box: Option<BoxSpace>,
+        input: Input,
+        net: ActorCriticNet,
+        (plain, learn): (Device, Device),
+        devices: &Devices,
+    ) -> PolicyGradient {
+        PolicyGradient {
+            obs_dim: input.obs_dim,
+            pixels: input.pixels,
             head,
             action_box,
             acting: ActingCopy::new(&net, &devices.act, settings.sync_every),
@@ -168,7 +251,19 @@ impl PolicyGradient {
             learn,
             plain,
             settings,
-        })
+        }
+    }
+
+    /// `[c, h, w]` of the frame stacks this learner was built for (`None`: vectors).
+    pub fn pixel_shape(&self) -> Option<[usize; 3]> {
+        self.pixels
+    }
+
+    fn input(&self) -> Input {
+        Input {
+            obs_dim: self.obs_dim,
+            pixels: self.pixels,
+        }
     }
 
     /// The network being trained.
@@ -178,10 +273,11 @@ impl PolicyGradient {
 
     /// Acts through the acting copy: fills `self.host` (actions as stored, log-probs,
     /// values) and `out` (what the environment gets: indices, or values clipped to the box).
-    fn act_into(&mut self, obs: &[f32], sample: bool, out: &mut ActionBuf) -> Result<()> {
+    fn act_into<O: ObsRows>(&mut self, obs: &[O], sample: bool, out: &mut ActionBuf) -> Result<()> {
         let _flush = emberlab_core::denormals::flush_denormals_here();
-        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, self.acting.device())?;
+        let input = self.input();
         let net = self.acting.module();
+        let x = input.rows(net, obs, self.settings.name, self.acting.device())?;
         if let PolicyHead::GaussianSde { .. } = self.head {
             if sample {
                 let rng = &mut self.rng;
@@ -216,8 +312,9 @@ impl PolicyGradient {
         if linear { base * self.remaining } else { base }
     }
 
-    fn check_batch(&self, batch: &RolloutBatch) -> Result<()> {
-        batch.check(self.obs_dim, self.head.action_width())?;
+    fn check_batch<O: ObsRows>(&self, batch: &RolloutBatch<O>) -> Result<()> {
+        O::check_kind(self.pixels, self.settings.name)?;
+        O::check(batch, self.obs_dim, self.head.action_width())?;
         if let PolicyHead::Categorical { actions } = self.head {
             check_discrete_actions("rollout.actions", &batch.actions, actions)?;
         }
@@ -225,7 +322,7 @@ impl PolicyGradient {
     }
 
     /// One policy-gradient step on the whole rollout (A2C, REINFORCE).
-    fn plain_update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+    fn plain_update<O: ObsRows>(&mut self, batch: &RolloutBatch<O>, step: u64) -> Result<Metrics> {
         let s = &self.settings;
         let n = batch.len;
         let mut adv = batch.advantages.clone();
@@ -233,10 +330,12 @@ impl PolicyGradient {
             normalize(&mut adv);
         }
         let w = self.head.action_width();
-        let eval = self.net.evaluate(
-            matrix(&batch.obs, n, self.obs_dim, &self.learn),
-            matrix(&batch.actions, n, w, &self.learn),
-        );
+        let obs = self
+            .input()
+            .rows(&self.net, &batch.obs, self.settings.name, &self.learn)?;
+        let eval = self
+            .net
+            .evaluate(obs, matrix(&batch.actions, n, w, &self.learn));
         let entropy_value = eval.entropy.clone().mean().into_scalar::<f64>();
         let policy_loss = policy_gradient_loss(eval.log_prob, column(&adv, &self.learn));
         let mut m = Metrics::default();
@@ -263,10 +362,10 @@ impl PolicyGradient {
     /// the clipped surrogate, the (optionally clipped) value loss and the entropy bonus;
     /// stops early when the approximate KL divergence exceeds 1.5 × `target_kl`. Works on
     /// the learner's fields; the caller restores them if this fails.
-    fn ppo_update(
+    fn ppo_update<O: ObsRows>(
         &self,
         work: &mut Work,
-        batch: &RolloutBatch,
+        batch: &RolloutBatch<O>,
         step: u64,
         ppo: &PpoSettings,
     ) -> Result<Metrics> {
@@ -291,7 +390,8 @@ impl PolicyGradient {
         let clip = self.scheduled(ppo.clip_range, ppo.clip_range_linear);
         let (obs_dim, w) = (self.obs_dim, self.head.action_width());
         let mut order: Vec<usize> = (0..n).collect();
-        let mut mb = Minibatch::default();
+        let mut mb = Minibatch::<O>::default();
+        let input = self.input();
         let mut sums = [0.0f64; 5];
         let mut count = 0usize;
         let mut epochs = 0usize;
@@ -303,10 +403,8 @@ impl PolicyGradient {
                     normalize(&mut mb.advantages);
                 }
                 let k = rows.len();
-                let eval = net.evaluate(
-                    matrix(&mb.obs, k, obs_dim, &self.learn),
-                    matrix(&mb.actions, k, w, &self.learn),
-                );
+                let obs = input.rows(net, &mb.obs, s.name, &self.learn)?;
+                let eval = net.evaluate(obs, matrix(&mb.actions, k, w, &self.learn));
                 let (policy_loss, ratio) = ppo_clip_loss(
                     eval.log_prob,
                     column(&mb.log_probs, &self.learn),
@@ -387,8 +485,8 @@ struct Work {
 
 /// The rows of one PPO minibatch, gathered on the host.
 #[derive(Debug, Default)]
-struct Minibatch {
-    obs: Vec<f32>,
+struct Minibatch<O> {
+    obs: Vec<O>,
     actions: Vec<f32>,
     advantages: Vec<f32>,
     returns: Vec<f32>,
@@ -396,8 +494,8 @@ struct Minibatch {
     values: Vec<f32>,
 }
 
-impl Minibatch {
-    fn gather(&mut self, batch: &RolloutBatch, rows: &[usize], obs_dim: usize, w: usize) {
+impl<O: Copy> Minibatch<O> {
+    fn gather(&mut self, batch: &RolloutBatch<O>, rows: &[usize], obs_dim: usize, w: usize) {
         self.obs.clear();
         self.actions.clear();
         self.advantages.clear();
@@ -416,6 +514,108 @@ impl Minibatch {
                 self.values.push(batch.values[i]);
             }
         }
+    }
+}
+
+/// What the learner's observations are: their width and, for images, the stacks' shape.
+#[derive(Clone, Copy, Debug)]
+struct Input {
+    obs_dim: usize,
+    pixels: Option<[usize; 3]>,
+}
+
+impl Input {
+    /// The heads' input for the observation rows `obs` on `device`: vectors as they are,
+    /// image stacks through `net`'s encoder.
+    fn rows<O: ObsRows>(
+        &self,
+        net: &ActorCriticNet,
+        obs: &[O],
+        name: &str,
+        device: &Device,
+    ) -> Result<Tensor<2>> {
+        O::check_kind(self.pixels, name)?;
+        let n = obs.len() / self.obs_dim.max(1);
+        Error::check_len(
+            "observations (batch × obs_dim)",
+            n * self.obs_dim,
+            obs.len(),
+        )?;
+        O::input(net, obs, n, self, device)
+    }
+}
+
+/// Observation rows a policy-gradient learner takes: `f32` vectors, or `u8` frame stacks
+/// (divided by 255 on the device and read through the network's encoder).
+trait ObsRows: Copy + Default + 'static {
+    /// Checks that a learner of `pixels` (or of vectors, `None`) takes these rows.
+    fn check_kind(pixels: Option<[usize; 3]>, name: &str) -> Result<()>;
+    /// The heads' input for `n` checked rows.
+    fn input(
+        net: &ActorCriticNet,
+        rows: &[Self],
+        n: usize,
+        input: &Input,
+        device: &Device,
+    ) -> Result<Tensor<2>>;
+    /// [`RolloutBatch::check`] for these rows.
+    fn check(batch: &RolloutBatch<Self>, obs_dim: usize, act_dim: usize) -> Result<()>;
+}
+
+impl ObsRows for f32 {
+    fn check_kind(pixels: Option<[usize; 3]>, name: &str) -> Result<()> {
+        match pixels {
+            None => Ok(()),
+            Some(_) => Err(Error::invalid(
+                format!("{name} observations"),
+                "f32 vectors",
+                "images through `act_pixels`, `values_pixels` and `update_frames` (this \
+                 learner was built for images)",
+            )),
+        }
+    }
+
+    fn input(
+        _net: &ActorCriticNet,
+        rows: &[f32],
+        n: usize,
+        input: &Input,
+        device: &Device,
+    ) -> Result<Tensor<2>> {
+        Ok(matrix(rows, n, input.obs_dim, device))
+    }
+
+    fn check(batch: &RolloutBatch, obs_dim: usize, act_dim: usize) -> Result<()> {
+        batch.check(obs_dim, act_dim)
+    }
+}
+
+impl ObsRows for u8 {
+    fn check_kind(pixels: Option<[usize; 3]>, _name: &str) -> Result<()> {
+        match pixels {
+            Some(_) => Ok(()),
+            None => Err(crate::agent::pixels_unavailable("images")),
+        }
+    }
+
+    fn input(
+        net: &ActorCriticNet,
+        rows: &[u8],
+        n: usize,
+        input: &Input,
+        device: &Device,
+    ) -> Result<Tensor<2>> {
+        let [c, h, w] = input
+            .pixels
+            .ok_or_else(|| crate::agent::pixels_unavailable("images"))?;
+        if n == 0 {
+            return Err(Error::invalid("image observations", 0, ">= 1 stack"));
+        }
+        Ok(net.encode(pixels_to_unit(rows, [n, c, h, w], device)?))
+    }
+
+    fn check(batch: &FrameRolloutBatch, obs_dim: usize, act_dim: usize) -> Result<()> {
+        batch.check_frames(obs_dim, act_dim)
     }
 }
 
@@ -470,6 +670,10 @@ impl Agent for PolicyGradient {
     fn act(&mut self, obs: &[f32], explore: bool, out: &mut ActionBuf) -> Result<()> {
         self.act_into(obs, explore, out)
     }
+
+    fn act_pixels(&mut self, obs: &[u8], explore: bool, out: &mut ActionBuf) -> Result<()> {
+        self.act_into(obs, explore, out)
+    }
 }
 
 impl OnPolicyLearner for PolicyGradient {
@@ -480,12 +684,18 @@ impl OnPolicyLearner for PolicyGradient {
         record: &mut ActingRecord,
     ) -> Result<()> {
         self.act_into(obs, true, out)?;
-        record.clear();
-        if self.action_box.is_some() {
-            record.stored_actions.extend_from_slice(&self.host.actions);
-        }
-        record.log_probs.extend_from_slice(&self.host.log_probs);
-        record.values.extend_from_slice(&self.host.values);
+        self.record_acting(record);
+        Ok(())
+    }
+
+    fn act_rollout_pixels(
+        &mut self,
+        obs: &[u8],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> Result<()> {
+        self.act_into(obs, true, out)?;
+        self.record_acting(record);
         Ok(())
     }
 
@@ -498,12 +708,60 @@ impl OnPolicyLearner for PolicyGradient {
     }
 
     fn values(&mut self, obs: &[f32]) -> Result<Option<Vec<f32>>> {
-        let _flush = emberlab_core::denormals::flush_denormals_here();
-        let (x, _) = crate::tensors::obs_batch(obs, self.obs_dim, &self.plain)?;
-        Ok(self.net.valid().values(x).map(host))
+        self.values_of(obs)
+    }
+
+    fn values_pixels(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>> {
+        self.values_of(obs)
     }
 
     fn update(&mut self, batch: &RolloutBatch, step: u64) -> Result<Metrics> {
+        self.update_rows(batch, step)
+    }
+
+    fn update_frames(&mut self, batch: &FrameRolloutBatch, step: u64) -> Result<Metrics> {
+        self.update_rows(batch, step)
+    }
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        Some(self)
+    }
+
+    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
+        Some(self)
+    }
+}
+
+impl PolicyGradient {
+    /// What the last act recorded, into `record` (cleared first).
+    fn record_acting(&self, record: &mut ActingRecord) {
+        record.clear();
+        if self.action_box.is_some() {
+            record.stored_actions.extend_from_slice(&self.host.actions);
+        }
+        record.log_probs.extend_from_slice(&self.host.log_probs);
+        record.values.extend_from_slice(&self.host.values);
+    }
+
+    /// Values of observation rows on the plain device.
+    fn values_of<O: ObsRows>(&mut self, obs: &[O]) -> Result<Option<Vec<f32>>> {
+        let _flush = emberlab_core::denormals::flush_denormals_here();
+        let net = self.net.valid();
+        if net.value.is_none() {
+            return Ok(None);
+        }
+        let x = self
+            .input()
+            .rows(&net, obs, self.settings.name, &self.plain)?;
+        Ok(net.values(x).map(host))
+    }
+
+    /// One update from rows of either kind (see [`OnPolicyLearner::update`]).
+    fn update_rows<O: ObsRows>(&mut self, batch: &RolloutBatch<O>, step: u64) -> Result<Metrics> {
         self.check_batch(batch)?;
         let _flush = emberlab_core::denormals::flush_denormals_here();
         let metrics = match self.settings.ppo.clone() {
@@ -522,18 +780,6 @@ impl OnPolicyLearner for PolicyGradient {
         self.acting.after_update(&self.net);
         self.sde.updated();
         Ok(metrics)
-    }
-
-    fn progress(&mut self) -> &mut Progress {
-        &mut self.progress
-    }
-
-    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
-        Some(self)
-    }
-
-    fn training_state(&mut self) -> Option<&mut dyn TrainingState> {
-        Some(self)
     }
 }
 

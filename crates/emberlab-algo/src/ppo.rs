@@ -14,7 +14,7 @@ use crate::optimizer::OptimizerKind;
 use crate::policy_gradient::{PgSettings, PolicyGradient, PpoSettings};
 use emberlab_core::{Error, Result, Space};
 use emberlab_env::NormalizeConfig;
-use emberlab_nn::Activation;
+use emberlab_nn::{Activation, PixelEncoderKind};
 use serde::{Deserialize, Serialize};
 
 /// PPO hyper-parameters (SB3 / rl-baselines3-zoo names and defaults). The rollout length
@@ -76,6 +76,11 @@ pub struct PpoConfig {
     pub sync_every: u64,
     /// Seed of the weights, the action sampling and the minibatch shuffles.
     pub seed: u64,
+    /// On images ([`PpoConfig::build_pixels`]): the encoder both heads share.
+    pub encoder: PixelEncoderKind,
+    /// On images: hidden widths of the policy and value networks after the encoder (SB3's
+    /// `CnnPolicy`: none, linear heads on the features).
+    pub pixel_hidden: Vec<usize>,
 }
 
 impl Default for PpoConfig {
@@ -105,6 +110,8 @@ impl Default for PpoConfig {
             target_kl: None,
             sync_every: 1,
             seed: 0,
+            encoder: PixelEncoderKind::Nature,
+            pixel_hidden: Vec::new(),
         }
     }
 }
@@ -127,7 +134,8 @@ impl Validate for PpoConfig {
         }
         check_range("ent_coef", self.ent_coef, 0.0, 1e6)?;
         check_range("vf_coef", self.vf_coef, 0.0, 1e6)?;
-        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)
+        check_range("max_grad_norm", self.max_grad_norm, 0.0, 1e9)?;
+        crate::config::check_widths("pixel_hidden", &self.pixel_hidden)
     }
 }
 
@@ -218,11 +226,34 @@ impl PpoConfig {
                 },
                 1,
             )),
+            // zoo's `atari` entry (CnnPolicy on stacks of 4 frames); evaluation every 250k
+            // steps on 5 games is ours.
+            id if emberlab_env::is_atari_id(id) => Ok((
+                PpoConfig {
+                    learning_rate: 2.5e-4,
+                    learning_rate_linear: true,
+                    batch_size: 256,
+                    n_epochs: 4,
+                    clip_range: 0.1,
+                    clip_range_linear: true,
+                    ent_coef: 0.01,
+                    vf_coef: 0.5,
+                    ..PpoConfig::default()
+                },
+                OnPolicyConfig {
+                    total_steps: 10_000_000,
+                    n_steps: 128,
+                    eval_every: 250_000,
+                    eval_episodes: 5,
+                    ..OnPolicyConfig::default()
+                },
+                8,
+            )),
             other => Err(Error::invalid(
                 "PPO zoo env id",
                 other,
-                "CartPole-v1, Pendulum-v1 or a MuJoCo locomotion task (HalfCheetah-v5, Ant-v5, \
-                 Hopper-v5, Walker2d-v5, Humanoid-v5, Swimmer-v5)",
+                "CartPole-v1, Pendulum-v1, a MuJoCo locomotion task (HalfCheetah-v5, Ant-v5, \
+                 Hopper-v5, Walker2d-v5, Humanoid-v5, Swimmer-v5) or an Atari id",
             )),
         }
     }
@@ -239,7 +270,29 @@ impl PpoConfig {
         devices: &Devices,
     ) -> Result<PolicyGradient> {
         self.validate()?;
-        let settings = PgSettings {
+        PolicyGradient::new(self.settings(), obs_space, action_space, devices)
+    }
+
+    /// The learner of `actions` discrete actions on `u8` frame stacks `obs = [c, h, w]`
+    /// (SB3's `PPO("CnnPolicy")`): `encoder` in front of linear heads, or of
+    /// `pixel_hidden` layers. It acts through [`crate::Agent::act_pixels`] and learns
+    /// through [`crate::OnPolicyLearner::update_frames`].
+    ///
+    /// # Errors
+    /// A config value out of range, no actions, frames too small for the encoder.
+    pub fn build_pixels(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        devices: &Devices,
+    ) -> Result<PolicyGradient> {
+        self.validate()?;
+        let net = (self.encoder, &self.pixel_hidden[..]);
+        PolicyGradient::new_pixels(self.settings(), net, obs, actions, devices)
+    }
+
+    fn settings(&self) -> PgSettings {
+        PgSettings {
             name: "PPO",
             hidden: self.hidden.clone(),
             activation: self.activation,
@@ -271,7 +324,6 @@ impl PpoConfig {
                 clip_range_vf: self.clip_range_vf,
                 target_kl: self.target_kl,
             }),
-        };
-        PolicyGradient::new(settings, obs_space, action_space, devices)
+        }
     }
 }

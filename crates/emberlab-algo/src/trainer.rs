@@ -5,6 +5,7 @@
 use crate::agent::Agent;
 use crate::checkpoint::Checkpoint;
 use crate::frame_off_policy::FrameOffPolicyTrainer;
+use crate::frame_on_policy::FrameOnPolicyTrainer;
 use crate::learner::{OffPolicyLearner, OnPolicyLearner};
 use crate::off_policy::OffPolicyTrainer;
 use crate::on_policy::OnPolicyTrainer;
@@ -109,6 +110,33 @@ impl<L: OffPolicyLearner, S: Sampler> Trainer for FrameOffPolicyTrainer<'_, L, S
     }
     fn finish(self: Box<Self>) -> Result<TrainReport> {
         FrameOffPolicyTrainer::finish(*self)
+    }
+}
+
+impl<L: OnPolicyLearner> Trainer for FrameOnPolicyTrainer<'_, L> {
+    fn step(&mut self) -> Result<()> {
+        FrameOnPolicyTrainer::step(self)
+    }
+    fn is_done(&self) -> bool {
+        FrameOnPolicyTrainer::is_done(self)
+    }
+    fn report(&self) -> &TrainReport {
+        FrameOnPolicyTrainer::report(self)
+    }
+    fn save_state(&mut self, dir: &Path) -> Result<()> {
+        FrameOnPolicyTrainer::save_state(self, dir)
+    }
+    fn load_state(&mut self, dir: &Path) -> Result<()> {
+        FrameOnPolicyTrainer::load_state(self, dir)
+    }
+    fn agent(&mut self) -> &mut dyn Agent {
+        self.learner()
+    }
+    fn checkpoint(&mut self) -> Option<&mut dyn Checkpoint> {
+        self.learner().checkpoint()
+    }
+    fn finish(self: Box<Self>) -> Result<TrainReport> {
+        FrameOnPolicyTrainer::finish(*self)
     }
 }
 

@@ -718,6 +718,75 @@ fn bench_prints_named_figures() {
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 
+/// `ember train ppo --env PongNoFrameskip-v4` trains on pixels out of the box too (zoo's
+/// Atari preset: the Nature CNN shared by both heads, rollouts of bytes, the image
+/// on-policy loop), here 2 games for 2 rollouts of 64 steps: metrics, an evaluation of a
+/// whole game and the run's state are written, and a damaged state is refused on resume.
+/// Needs `EMBER_PY_PYTHON` as the DQN test does.
+#[test]
+fn atari_ppo_trains_from_the_command() {
+    let cwd = temp("atari-ppo");
+    let args = [
+        "train",
+        "ppo",
+        "--env",
+        "PongNoFrameskip-v4",
+        "--steps",
+        "256",
+        "--set",
+        "num_envs=2",
+        "--set",
+        "on_policy.n_steps=64",
+        "--set",
+        "on_policy.eval_episodes=1",
+        "--set",
+        "log_every=128",
+        "--out",
+        "pong",
+        "--quiet",
+    ];
+    if !cfg!(feature = "gym") {
+        let out = ember(&args, &cwd);
+        one_line_error(&out, &["`gym` feature"], "without gym");
+        std::fs::remove_dir_all(&cwd).unwrap();
+        return;
+    }
+    let python = std::env::var("EMBER_PY_PYTHON").expect(
+        "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
+         ale-py and stable-baselines3 (scripts/setup-python.sh)",
+    );
+    let run = |args: &[&str]| {
+        Command::new(EMBER)
+            .args(args)
+            .current_dir(&cwd)
+            .env("EMBER_PYTHON", &python)
+            .output()
+            .unwrap()
+    };
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metrics = std::fs::read_to_string(cwd.join("pong/metrics.csv")).unwrap();
+    assert!(metrics.lines().count() >= 3, "{metrics}");
+    assert!(
+        metrics.lines().next().unwrap().contains("clip_fraction"),
+        "{metrics}"
+    );
+    let evals = std::fs::read_to_string(cwd.join("pong/evaluations.csv")).unwrap();
+    let last = evals.lines().last().unwrap();
+    let score: f64 = last.split(',').nth(1).unwrap().parse().unwrap();
+    assert!((-21.0..0.0).contains(&score), "{evals}");
+    let state = cwd.join("pong/checkpoint/trainer.state");
+    let full = std::fs::read(&state).unwrap();
+    std::fs::write(&state, &full[..full.len() - 9]).unwrap();
+    let out = run(&["train", "--resume", "pong"]);
+    one_line_error(&out, &["cannot resume", "trainer.state"], "truncated");
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
 /// `ember train dqn --env PongNoFrameskip-v4` trains on pixels out of the box (zoo's Atari
 /// preset: the Nature CNN on stacks of 4 frames, frame replay), here for 160 env steps with
 /// updates from step 80: metrics, an evaluation of a whole game, and an exact checkpoint

@@ -1,13 +1,16 @@
 //! A policy and an optional state-value head in one module: separate MLPs or two heads on a
 //! shared trunk (A2C, REINFORCE, PPO), over discrete actions (categorical) or continuous ones
 //! (a diagonal Gaussian with a state-independent, learned log standard deviation, plain or
-//! tanh-squashed onto the action box).
+//! tanh-squashed onto the action box). For images, an optional [`PixelEncoder`] in front
+//! turns `[batch, c, h, w]` frames into the features both heads read (SB3's `CnnPolicy`
+//! with its shared features extractor).
 
 use crate::distributions::{
     HALF_LOG_2PI, categorical_host, gaussian_entropy, gaussian_log_prob, gaussian_log_prob_host,
     tanh_log_det, tanh_log_det_host, unsquash,
 };
 use crate::mlp::{Activation, Mlp, MlpConfig};
+use crate::pixels::PixelEncoder;
 use burn::module::{Module, Param};
 use burn::tensor::{Device, Tensor, TensorData};
 use emberlab_core::{EmberRng, Error, Result};
@@ -119,7 +122,8 @@ pub struct ActorCriticNetConfig {
     pub obs_dim: usize,
     /// The action distribution.
     pub head: PolicyHead,
-    /// Hidden widths (of each network, or of the shared trunk).
+    /// Hidden widths (of each network, or of the shared trunk); empty: linear heads on the
+    /// observations (allowed without a shared trunk, as SB3's `CnnPolicy` on its features).
     pub hidden: Vec<usize>,
     /// Hidden nonlinearity.
     pub activation: Activation,
@@ -136,11 +140,17 @@ impl ActorCriticNetConfig {
     /// Builds the network on `device`.
     ///
     /// # Errors
-    /// No hidden layer, a zero width, bad action bounds or an out-of-range `log_std_init`.
+    /// A shared trunk without hidden layers, a zero width, bad action bounds or an
+    /// out-of-range `log_std_init`.
     pub fn init(&self, device: &Device) -> Result<ActorCriticNet> {
-        let Some(&last) = self.hidden.last() else {
-            return Err(Error::invalid("hidden", "[]", "one or more widths >= 1"));
-        };
+        if self.shared_trunk && self.hidden.is_empty() {
+            return Err(Error::invalid(
+                "hidden",
+                "[]",
+                "one or more widths >= 1 (a shared trunk needs layers)",
+            ));
+        }
+        let last = self.hidden.last().copied().unwrap_or(self.obs_dim);
         self.head.check()?;
         let gains = |output: f64| self.orthogonal_init.then_some((2f64.sqrt(), output));
         let mlp = |sizes: Vec<usize>, output_gain: f64| {
@@ -198,6 +208,7 @@ impl ActorCriticNetConfig {
             )
         };
         Ok(ActorCriticNet {
+            encoder: None,
             trunk,
             policy,
             value,
@@ -211,10 +222,36 @@ impl ActorCriticNetConfig {
     }
 }
 
+impl ActorCriticNetConfig {
+    /// Builds the network on `device` behind `encoder`, which reads images and hands its
+    /// features to both heads (trained by both losses); `obs_dim` must be
+    /// `encoder.features()`.
+    ///
+    /// # Errors
+    /// As [`ActorCriticNetConfig::init`], and an `obs_dim` other than the encoder's
+    /// feature width.
+    pub fn init_with_encoder(
+        &self,
+        encoder: PixelEncoder,
+        device: &Device,
+    ) -> Result<ActorCriticNet> {
+        Error::check_len(
+            "actor-critic input width (the encoder's features)",
+            encoder.features(),
+            self.obs_dim,
+        )?;
+        let mut net = self.init(device)?;
+        net.encoder = Some(encoder);
+        Ok(net)
+    }
+}
+
 /// A policy (logits or Gaussian means) and, optionally, state values from one network:
-/// separate MLPs, or heads on a shared trunk.
+/// separate MLPs, or heads on a shared trunk; for images, behind a [`PixelEncoder`].
 #[derive(Module, Debug)]
 pub struct ActorCriticNet {
+    /// The image encoder whose features the rest reads (`None` for vector observations).
+    pub encoder: Option<PixelEncoder>,
     /// Shared hidden layers (`None` when policy and value are separate networks).
     pub trunk: Option<Mlp>,
     /// Policy head: logits or Gaussian means (the whole policy network without a trunk).
@@ -264,6 +301,16 @@ pub struct HostActions {
 }
 
 impl ActorCriticNet {
+    /// The input rows the heads read for images `[batch, c, h, w]` with values in `[0, 1]`
+    /// ([`crate::pixels_to_unit`]): the encoder's features, or the images flattened when
+    /// the network has no encoder. Every other method takes these rows as `obs`.
+    pub fn encode(&self, images: Tensor<4>) -> Tensor<2> {
+        match &self.encoder {
+            Some(e) => e.forward(images),
+            None => images.flatten(1, 3),
+        }
+    }
+
     fn features(&self, obs: Tensor<2>) -> Tensor<2> {
         match &self.trunk {
             Some(t) => self.activation.apply(t.forward(obs)),

@@ -527,8 +527,14 @@ impl crate::ActorCriticNet {
     /// it to the action box), `scale · tanh(μ) + bias` of a tanh head; returns its name.
     ///
     /// # Errors
-    /// Non-finite weights.
+    /// Non-finite weights; a network with an image encoder (not exported yet).
     pub fn greedy_onnx(&self, g: &mut OnnxGraph, x: &str) -> Result<String> {
+        if self.encoder.is_some() {
+            return Err(Error::Unavailable {
+                what: "ONNX export of a policy with an image encoder".into(),
+                hint: "export a policy of vector observations".into(),
+            });
+        }
         let features = match &self.trunk {
             Some(t) => {
                 let out = t.to_onnx(g, x, "trunk")?;

@@ -123,6 +123,15 @@ impl LearnerConfig for PpoConfig {
         Ok(Box::new(OnPolicy(self.build(obs, act, d)?)))
     }
 
+    fn build_pixel_learner(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        d: &Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        Ok(Box::new(OnPolicy(self.build_pixels(obs, actions, d)?)))
+    }
+
     fn preset(env: &str) -> Preset<Self> {
         let trainer = OnPolicyConfig {
             n_steps: 2048,
@@ -138,6 +147,15 @@ impl LearnerConfig for A2cConfig {
 
     fn build_learner(&self, obs: &Space, act: &Space, d: &Devices) -> Result<Box<dyn RunLearner>> {
         Ok(Box::new(OnPolicy(self.build(obs, act, d)?)))
+    }
+
+    fn build_pixel_learner(
+        &self,
+        obs: [usize; 3],
+        actions: usize,
+        d: &Devices,
+    ) -> Result<Box<dyn RunLearner>> {
+        Ok(Box::new(OnPolicy(self.build_pixels(obs, actions, d)?)))
     }
 
     fn preset(env: &str) -> Preset<Self> {

@@ -160,7 +160,7 @@ pub trait LearnerConfig: Serialize + DeserializeOwned + Validate + Default + 'st
         let _ = (obs, actions, devices);
         Err(emberlab_core::Error::Unavailable {
             what: "image observations for this learner".into(),
-            hint: "DQN trains on images (Atari ids, `--env PongNoFrameskip-v4`)".into(),
+            hint: "DQN, PPO and A2C train on images (Atari ids, `--env PongNoFrameskip-v4`)".into(),
         })
     }
 

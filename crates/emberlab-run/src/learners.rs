@@ -167,6 +167,27 @@ impl<L: OnPolicyLearner + Checkpoint + TrainingState> OnPolicyLearner for OnPoli
         self.0.update(batch, step)
     }
 
+    fn act_rollout_pixels(
+        &mut self,
+        obs: &[u8],
+        out: &mut ActionBuf,
+        record: &mut ActingRecord,
+    ) -> CoreResult<()> {
+        self.0.act_rollout_pixels(obs, out, record)
+    }
+
+    fn values_pixels(&mut self, obs: &[u8]) -> CoreResult<Option<Vec<f32>>> {
+        self.0.values_pixels(obs)
+    }
+
+    fn update_frames(
+        &mut self,
+        batch: &emberlab_algo::FrameRolloutBatch,
+        step: u64,
+    ) -> CoreResult<Metrics> {
+        self.0.update_frames(batch, step)
+    }
+
     fn progress(&mut self) -> &mut Progress {
         self.0.progress()
     }

@@ -119,7 +119,8 @@ fn off(
 const ATARI_STACK: usize = 4;
 
 /// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
-/// games stacked by 4 frames, frame replay and the image off-policy loop.
+/// games stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
+/// image on-policy loop for PPO and A2C.
 #[cfg(feature = "gym")]
 fn atari(
     config: &RunConfig,
@@ -127,34 +128,37 @@ fn atari(
     session: Session<'_>,
 ) -> Result<TrainReport> {
     use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
-    // Said before any game's worker starts.
-    if config.off_policy.is_none() {
-        return Err(anyhow!(
-            "{} on {}: only off-policy learners (DQN) train on images so far",
-            config.algo,
-            config.env
-        ));
-    }
     let id = config.env.clone();
     let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
         Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
     };
     let mut env = FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
     let mut learner = config.build_pixel_learner(env.obs_shape(), env.actions(), devices)?;
-    let (Trainee::OffPolicy(mut l), Some(tc)) = (learner.trainee(), &config.off_policy) else {
-        return Err(anyhow!(
-            "{} on {}: only off-policy learners (DQN) train on images so far",
-            config.algo,
-            config.env
-        ));
-    };
-    let frame = env.frame_shape().iter().product();
-    let gamma = l.gamma().unwrap_or(0.99);
-    let mut replay = tc
-        .replay
-        .build_frames(frame, ATARI_STACK, env.num_envs(), gamma, tc.seed)?;
-    let t = emberlab_algo::FrameOffPolicyTrainer::new(&mut l, &mut env, &mut replay, &games, tc)?;
-    session.drive(Box::new(t))
+    match (learner.trainee(), &config.off_policy, &config.on_policy) {
+        (Trainee::OffPolicy(mut l), Some(tc), _) => {
+            let frame = env.frame_shape().iter().product();
+            let gamma = l.gamma().unwrap_or(0.99);
+            let mut replay =
+                tc.replay
+                    .build_frames(frame, ATARI_STACK, env.num_envs(), gamma, tc.seed)?;
+            let t = emberlab_algo::FrameOffPolicyTrainer::new(
+                &mut l,
+                &mut env,
+                &mut replay,
+                &games,
+                tc,
+            )?;
+            session.drive(Box::new(t))
+        }
+        (Trainee::OnPolicy(mut l), _, Some(tc)) => {
+            let t = emberlab_algo::FrameOnPolicyTrainer::new(&mut l, &mut env, &games, tc)?;
+            session.drive(Box::new(t))
+        }
+        _ => Err(anyhow!(
+            "config for {} has the wrong trainer section",
+            config.algo
+        )),
+    }
 }
 
 #[cfg(not(feature = "gym"))]

@@ -1,0 +1,297 @@
+//! The on-policy loop on images: rollouts of [`FrameVecEnv`] stacks of `u8` frames, kept as
+//! bytes and learned from through [`OnPolicyLearner::update_frames`] (PPO and A2C on
+//! Atari). The settings, advantages, update and report are the vector loop's
+//! ([`OnPolicyConfig`], [`crate::on_policy`]); only the observations and the environments'
+//! autoreset differ.
+
+use crate::agent::ActionBuf;
+use crate::checkpoint::Checkpointer;
+use crate::config::Validate;
+use crate::learner::{ActingRecord, AdvantageMode, FrameRolloutBatch, OnPolicyLearner, Progress};
+use crate::on_policy::{OnPolicyConfig, RolloutBuffer, after_rollout, learn_from_rollout};
+use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
+use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
+use emberlab_core::{Error, Result};
+use emberlab_env::{FrameEnvFactory, FrameVecEnv};
+use std::path::Path;
+
+/// The snapshot kind of the loop's own state.
+const TRAINER_STATE: &str = "frame on-policy trainer";
+
+/// Trains `learner` on the image environments `env` for `config.total_steps` env steps,
+/// one update per rollout of `config.n_steps` steps per environment, evaluating whole games
+/// on fresh environments from `eval_env` every `config.eval_every` steps and at the end.
+/// The whole call is [`FrameOnPolicyTrainer::new`], [`FrameOnPolicyTrainer::step`] until
+/// done, and [`FrameOnPolicyTrainer::finish`].
+///
+/// - Observations stay `u8` stacks from the environment to the learner
+///   ([`crate::FrameRolloutBatch`]), which divides them by 255 on its device.
+/// - The environments restart in the step that ends an episode. A truncated episode's
+///   last step is learned from as SB3 does: its reward gets `γ · V(final stack)` and the
+///   step counts as terminal (for GAE learners; Monte-Carlo ones keep it truncated).
+/// - Training returns ([`TrainReport::recent_train_return`]) and evaluations count whole
+///   games' scores ([`emberlab_env::FrameStep::game_over`]), not lives or clipped rewards.
+/// - `config.normalize` does not apply to images and is refused.
+///
+/// # Errors
+/// As [`FrameOnPolicyTrainer::new`] and [`FrameOnPolicyTrainer::step`].
+pub fn train_on_policy_frames<L: OnPolicyLearner>(
+    learner: &mut L,
+    env: &mut FrameVecEnv,
+    eval_env: &dyn FrameEnvFactory,
+    config: &OnPolicyConfig,
+) -> Result<TrainReport> {
+    let mut trainer = FrameOnPolicyTrainer::new(learner, env, eval_env, config)?;
+    while !trainer.is_done() {
+        trainer.step()?;
+    }
+    trainer.finish()
+}
+
+/// The image on-policy loop as a value (see [`train_on_policy_frames`]).
+pub struct FrameOnPolicyTrainer<'a, L: OnPolicyLearner> {
+    learner: &'a mut L,
+    env: &'a mut FrameVecEnv,
+    config: OnPolicyConfig,
+    obs_len: usize,
+    actions: ActionBuf,
+    obs: Vec<u8>,
+    row: Vec<f32>,
+    /// A truncated episode's last stack, to bootstrap from.
+    final_stack: Vec<u8>,
+    episodes: EpisodeTracker,
+    report: TrainReport,
+    buf: RolloutBuffer<u8>,
+    record: ActingRecord,
+    batch: FrameRolloutBatch,
+    evals: EvalSchedule<'a>,
+    checkpoints: Checkpointer,
+    reached_target: bool,
+}
+
+impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
+    /// Checks what can be checked before training, resets `env` with `config.seed` and
+    /// writes the first weight checkpoint if `config.checkpoint` asks for them.
+    ///
+    /// # Errors
+    /// An invalid config (`normalize` among them); a learner or evaluation env whose
+    /// observations or actions differ from `env`'s; checkpoints asked of a learner
+    /// without them; an environment's error.
+    pub fn new(
+        learner: &'a mut L,
+        env: &'a mut FrameVecEnv,
+        eval_env: &'a dyn FrameEnvFactory,
+        config: &OnPolicyConfig,
+    ) -> Result<Self> {
+        config.validate()?;
+        if config.normalize.is_some() {
+            return Err(Error::invalid(
+                "normalize",
+                "set",
+                "none on images (frames are divided by 255 by the learner)",
+            ));
+        }
+        let obs_len: usize = env.obs_shape().iter().product();
+        Error::check_len("learner observation length", obs_len, learner.obs_dim())?;
+        crate::evaluate::check_frame_eval_env(env, eval_env)?;
+        let mut checkpoints = Checkpointer::new(&config.checkpoint, learner.checkpoint())?;
+        let Progress { env_steps, updates } = *learner.progress();
+        checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
+        let obs = env.reset(Some(config.seed))?.to_vec();
+        let evals = EvalSchedule::new(
+            Box::new(FrameEval {
+                factory: eval_env,
+                stack: env.stack(),
+            }),
+            config.eval_episodes,
+            config.seed,
+            config.eval_every,
+            config.target_return,
+        );
+        let n = env.num_envs();
+        Ok(FrameOnPolicyTrainer {
+            learner,
+            config: config.clone(),
+            obs_len,
+            actions: ActionBuf::Discrete(Vec::with_capacity(n)),
+            obs,
+            row: Vec::with_capacity(1),
+            final_stack: Vec::with_capacity(obs_len),
+            episodes: EpisodeTracker::new(n),
+            report: TrainReport::default(),
+            buf: RolloutBuffer::default(),
+            record: ActingRecord::default(),
+            batch: FrameRolloutBatch::default(),
+            evals,
+            checkpoints,
+            reached_target: false,
+            env,
+        })
+    }
+
+    /// Whether the budget is spent or an evaluation reached `config.target_return`.
+    pub fn is_done(&self) -> bool {
+        self.reached_target || self.report.env_steps >= self.config.total_steps
+    }
+
+    /// The run so far.
+    pub fn report(&self) -> &TrainReport {
+        &self.report
+    }
+
+    /// The learner being trained.
+    pub fn learner(&mut self) -> &mut L {
+        self.learner
+    }
+
+    /// One rollout of `n_steps` per environment and one update from it, then a
+    /// checkpoint and an evaluation when due. Does nothing once [`Self::is_done`].
+    ///
+    /// # Errors
+    /// An environment's or the learner's error (a panic inside it among them); after an
+    /// error the trainer should be dropped.
+    pub fn step(&mut self) -> Result<()> {
+        if self.is_done() {
+            return Ok(());
+        }
+        let n = self.env.num_envs();
+        let gamma = match self.learner.advantage_mode() {
+            AdvantageMode::Gae { gamma, .. } => Some(gamma),
+            AdvantageMode::MonteCarlo { .. } => None,
+        };
+        let frame: usize = self.env.frame_shape().iter().product();
+        let per = self.obs_len;
+        let buf = &mut self.buf;
+        buf.clear();
+        for _ in 0..self.config.n_steps {
+            let acting = (&mut self.actions, &mut self.record);
+            buf.act(&mut *self.learner, &self.obs, acting, (n, 1))?;
+            let actions = self.actions.discrete_mut("the frame trainer")?;
+            let step = self.env.step(actions)?;
+            let stored = &self.record.stored_actions;
+            for i in 0..n {
+                let (mut terminated, truncated) = (step.terminated[i], step.truncated[i]);
+                let mut reward = step.rewards[i];
+                if let Some(gamma) = gamma
+                    && truncated
+                    && !terminated
+                {
+                    // The stack the episode ended on: the one acted on, a frame on.
+                    let before = &self.obs[i * per..(i + 1) * per];
+                    self.final_stack.clear();
+                    self.final_stack.extend_from_slice(&before[frame..]);
+                    self.final_stack
+                        .extend_from_slice(&step.final_frames[i * frame..(i + 1) * frame]);
+                    let learner = &mut *self.learner;
+                    let last = crate::guard::run_learner(
+                        || "the learner's values".into(),
+                        || learner.values_pixels(&self.final_stack),
+                    )?;
+                    if let Some(v) = last {
+                        Error::check_len("learner values (a final stack)", 1, v.len())?;
+                        reward += gamma * v[0];
+                        terminated = true;
+                    }
+                }
+                let acted = (&self.actions, &stored[..], &mut self.row, 1);
+                let flags = (terminated, truncated && !terminated);
+                buf.push(i, acted, reward, flags, false);
+                self.episodes
+                    .record(i, step.scores[i] as f64, step.game_over[i]);
+            }
+            self.obs.copy_from_slice(step.obs);
+        }
+        buf.close(&self.obs);
+        let shape = (&self.obs[..], n, per, 1);
+        let (batch, report) = (&mut self.batch, &mut self.report);
+        let total = self.config.total_steps;
+        learn_from_rollout(&mut *self.learner, buf, shape, batch, report, total)?;
+        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
+        self.reached_target |= after_rollout(self.learner, &mut self.report, parts)?;
+        Ok(())
+    }
+
+    /// The final weight checkpoint and evaluation, and the report of the call.
+    ///
+    /// # Errors
+    /// An error writing the checkpoint or evaluating.
+    pub fn finish(mut self) -> Result<TrainReport> {
+        let Progress { env_steps, updates } = *self.learner.progress();
+        self.checkpoints
+            .finish(self.learner.checkpoint(), env_steps, updates)?;
+        self.report.progress = *self.learner.progress();
+        self.evals.finish(self.learner, self.report, &self.episodes)
+    }
+
+    /// Writes the run's state into `dir`: `learner/` (the learner's
+    /// [`crate::TrainingState`]) and `trainer.state`. Rollouts are consumed within a
+    /// [`FrameOnPolicyTrainer::step`], so nothing else is pending; the environments' own
+    /// state is not saved (an Atari emulator's lives in its worker).
+    ///
+    /// # Errors
+    /// A learner without a training state ([`Error::Unavailable`]), an I/O error.
+    pub fn save_state(&mut self, dir: &Path) -> Result<()> {
+        crate::training_state::save_learner(self.learner.training_state(), dir)?;
+        let mut out = StateWriter::new();
+        out.usize(self.env.num_envs())
+            .usize(self.obs_len)
+            .u64(self.config.total_steps)
+            .u64(self.config.seed)
+            .bool(self.reached_target);
+        self.episodes.save_state(&mut out);
+        self.report.save_state(&mut out);
+        self.evals.save_state(&mut out);
+        self.checkpoints.save_state(&mut out);
+        save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
+    }
+
+    /// Resumes the run [`FrameOnPolicyTrainer::save_state`] wrote into `dir`, in a trainer
+    /// built like the saved one: the learner, counters, report and schedules continue;
+    /// the environments start new episodes (reset with the config's seed plus the env
+    /// steps so far), whose returns so far are left out of the training returns.
+    ///
+    /// Everything is read and checked before anything changes; an error resetting the
+    /// environments comes last, after the rest was restored.
+    ///
+    /// # Errors
+    /// A missing, truncated or damaged file, the state of a different run, or an
+    /// environment's error.
+    pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
+        let check = crate::training_state::check_saved;
+        let mut src = StateReader::new(&words, TRAINER_STATE);
+        let n = self.env.num_envs();
+        Error::check_len("environments of the saved run", n, src.usize()?)?;
+        let saved_len = src.usize()?;
+        Error::check_len(
+            "observation length of the saved run",
+            self.obs_len,
+            saved_len,
+        )?;
+        check("total_steps", self.config.total_steps, src.u64()?)?;
+        check("seed", self.config.seed, src.u64()?)?;
+        let reached_target = src.bool()?;
+        let mut episodes = self.episodes.clone();
+        episodes.load_state(&mut src)?;
+        let mut report = self.report.clone();
+        report.load_state(&mut src)?;
+        let evals = (src.u64()?, src.f64()?);
+        let checkpoints = (src.u64()?, src.u64()?);
+        src.finish()?;
+        crate::training_state::load_learner(self.learner.training_state(), dir)?;
+        self.reached_target = reached_target;
+        episodes.drop_running();
+        self.episodes = episodes;
+        self.report = report;
+        self.report.progress = *self.learner.progress();
+        self.evals.restore(evals.0, evals.1);
+        self.checkpoints.restore(checkpoints.0, checkpoints.1);
+        self.report.wall_secs = self.evals.wall_secs();
+        let seed = self
+            .config
+            .seed
+            .wrapping_add(self.learner.progress().env_steps);
+        self.obs.copy_from_slice(self.env.reset(Some(seed))?);
+        Ok(())
+    }
+}
