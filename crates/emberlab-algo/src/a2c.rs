@@ -7,6 +7,7 @@ use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
+use crate::parts::UpdateSchedule;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
 use emberlab_core::{Error, Result, Space};
 use emberlab_env::NormalizeConfig;
@@ -56,6 +57,10 @@ pub struct A2cConfig {
     /// Decay the learning rate linearly to 0 over the run's planned env steps (zoo's
     /// `lin_7e-4`).
     pub learning_rate_linear: bool,
+    /// Parallel (each half of a step's rows on a core of its own, their gradients summed
+    /// for one step) or sequential update, or `auto` (the default): whichever runs faster
+    /// here; the same results every way.
+    pub update_schedule: UpdateSchedule,
     /// Seed of the weights and of the action sampling.
     pub seed: u64,
     /// On images ([`A2cConfig::build_pixels`]): the encoder both heads share.
@@ -80,6 +85,7 @@ impl Default for A2cConfig {
             max_grad_norm: 0.5,
             normalize_advantage: false,
             sync_every: 1,
+            update_schedule: UpdateSchedule::Auto,
             orthogonal_init: true,
             log_std_init: 0.0,
             use_sde: false,
@@ -223,6 +229,7 @@ impl A2cConfig {
             },
             sync_every: self.sync_every,
             seed: self.seed,
+            update_schedule: self.update_schedule,
             orthogonal_init: self.orthogonal_init,
             log_std_init: self.log_std_init,
             squash: false,

@@ -16,6 +16,7 @@ use crate::learner::{
     RolloutBatch, check_discrete_actions,
 };
 use crate::optimizer::{OptimizerKind, step_in_place};
+use crate::parts::{Parts, UpdateSchedule, own_leaves, run_by_rows, sum_gradients};
 use crate::persist::{Persist, Visitor};
 use crate::sde::SdeSchedule;
 use crate::tensors::{column, host, matrix};
@@ -31,6 +32,7 @@ use emberlab_nn::{
     Activation, ActorCriticNet, ActorCriticNetConfig, HostActions, PixelEncoderKind, PolicyHead,
     pixels_to_unit,
 };
+use std::ops::Range;
 
 /// PPO's part of the settings (absent for A2C and REINFORCE).
 #[derive(Clone, Debug, PartialEq)]
@@ -71,6 +73,7 @@ pub(crate) struct PgSettings {
     pub mode: AdvantageMode,
     pub sync_every: u64,
     pub seed: u64,
+    pub update_schedule: UpdateSchedule,
     pub ppo: Option<PpoSettings>,
 }
 
@@ -97,6 +100,10 @@ pub struct PolicyGradient {
     sde: SdeSchedule,
     /// Share of the planned env steps still to come (1 → 0), for linear schedules.
     remaining: f64,
+    /// Where each step's two halves of rows are differentiated.
+    parts: Parts,
+    /// Where the two halves of a batch of images are encoded for acting.
+    acting_parts: Parts,
     progress: Progress,
 }
 
@@ -247,6 +254,8 @@ impl PolicyGradient {
             host: HostActions::default(),
             sde: SdeSchedule::new(settings.sde_sample_freq),
             remaining: 1.0,
+            parts: settings.update_schedule.parts("ember-pg"),
+            acting_parts: settings.update_schedule.parts("ember-pg-act"),
             progress: Progress::default(),
             learn,
             plain,
@@ -277,7 +286,25 @@ impl PolicyGradient {
         let _flush = emberlab_core::denormals::flush_denormals_here();
         let input = self.input();
         let net = self.acting.module();
-        let x = input.rows(net, obs, self.settings.name, self.acting.device())?;
+        let device = self.acting.device();
+        let name = self.settings.name;
+        let x = if input.pixels.is_some() && obs.len() >= 2 * input.obs_dim {
+            // Images: the encoder, by far the costliest part of acting, reads each half
+            // of the stacks on a core of its own; the heads read all the features.
+            let n = obs.len() / input.obs_dim.max(1);
+            Error::check_len(
+                "observations (batch × obs_dim)",
+                n * input.obs_dim,
+                obs.len(),
+            )?;
+            let dim = input.obs_dim;
+            let halves = run_by_rows(&mut self.acting_parts, "acting", (n, 2), |r| {
+                input.rows(net, &obs[r.start * dim..r.end * dim], name, device)
+            })?;
+            Tensor::cat(halves, 0)
+        } else {
+            input.rows(net, obs, name, device)?
+        };
         if let PolicyHead::GaussianSde { .. } = self.head {
             if sample {
                 let rng = &mut self.rng;
@@ -323,37 +350,38 @@ impl PolicyGradient {
 
     /// One policy-gradient step on the whole rollout (A2C, REINFORCE).
     fn plain_update<O: ObsRows>(&mut self, batch: &RolloutBatch<O>, step: u64) -> Result<Metrics> {
-        let s = &self.settings;
         let n = batch.len;
         let mut adv = batch.advantages.clone();
-        if s.normalize_advantage {
+        if self.settings.normalize_advantage {
             normalize(&mut adv);
         }
-        let w = self.head.action_width();
-        let obs = self
-            .input()
-            .rows(&self.net, &batch.obs, self.settings.name, &self.learn)?;
-        let eval = self
-            .net
-            .evaluate(obs, matrix(&batch.actions, n, w, &self.learn));
-        let entropy_value = eval.entropy.clone().mean().into_scalar::<f64>();
-        let policy_loss = policy_gradient_loss(eval.log_prob, column(&adv, &self.learn));
-        let mut m = Metrics::default();
-        m.push(
-            "policy_loss",
-            checked_loss("policy loss", &policy_loss, step)?,
+        let rows = Rows {
+            obs: &batch.obs,
+            actions: &batch.actions,
+            advantages: &adv,
+            returns: &batch.returns,
+            log_probs: &[],
+            values: &[],
+        };
+        let lr = self.scheduled(
+            self.settings.learning_rate,
+            self.settings.learning_rate_linear,
         );
-        let mut total = policy_loss + entropy_loss(eval.entropy).mul_scalar(s.ent_coef);
-        if let Some(v) = eval.values {
-            let value_loss = mse(v, column(&batch.returns, &self.learn));
-            m.push("value_loss", checked_loss("value loss", &value_loss, step)?);
-            total = total + value_loss.mul_scalar(s.vf_coef);
+        let view = LossView {
+            settings: &self.settings,
+            input: self.input(),
+            width: self.head.action_width(),
+            learn: &self.learn,
+            ppo: None,
+        };
+        let (grads, losses) = view.step_grads(&mut self.parts, &self.net, &rows, n, step)?;
+        let mut m = Metrics::default();
+        m.push("policy_loss", losses.policy_loss);
+        if let Some(v) = losses.value_loss {
+            m.push("value_loss", v);
         }
-        checked_loss(&format!("{} loss", s.name), &total, step)?;
-        m.push("entropy", entropy_value);
-        let grads = GradientsParams::from_grads(total.backward(), &self.net);
+        m.push("entropy", losses.entropy);
         crate::faults::site("policy_gradient.step");
-        let lr = self.scheduled(s.learning_rate, s.learning_rate_linear);
         step_in_place(&mut self.optim, lr, &mut self.net, grads);
         Ok(m)
     }
@@ -361,9 +389,9 @@ impl PolicyGradient {
     /// PPO: `n_epochs` passes over the rollout in shuffled minibatches, each one step on
     /// the clipped surrogate, the (optionally clipped) value loss and the entropy bonus;
     /// stops early when the approximate KL divergence exceeds 1.5 × `target_kl`. Works on
-    /// the learner's fields; the caller restores them if this fails.
+    /// `work`, copies of the learner's fields; the caller keeps them only if this succeeds.
     fn ppo_update<O: ObsRows>(
-        &self,
+        &mut self,
         work: &mut Work,
         batch: &RolloutBatch<O>,
         step: u64,
@@ -385,13 +413,19 @@ impl PolicyGradient {
                 "the acting value of every row (clip_range_vf needs them)",
             ));
         }
-        let s = self.settings.clone();
+        let s = &self.settings;
         let lr = self.scheduled(s.learning_rate, s.learning_rate_linear);
         let clip = self.scheduled(ppo.clip_range, ppo.clip_range_linear);
         let (obs_dim, w) = (self.obs_dim, self.head.action_width());
+        let view = LossView {
+            settings: &self.settings,
+            input: self.input(),
+            width: w,
+            learn: &self.learn,
+            ppo: Some((clip, ppo.clip_range_vf)),
+        };
         let mut order: Vec<usize> = (0..n).collect();
         let mut mb = Minibatch::<O>::default();
-        let input = self.input();
         let mut sums = [0.0f64; 5];
         let mut count = 0usize;
         let mut epochs = 0usize;
@@ -399,19 +433,12 @@ impl PolicyGradient {
             shuffle(&mut order, rng);
             for rows in order.chunks(ppo.batch_size) {
                 mb.gather(batch, rows, obs_dim, w);
-                if s.normalize_advantage {
+                if view.settings.normalize_advantage {
                     normalize(&mut mb.advantages);
                 }
                 let k = rows.len();
-                let obs = input.rows(net, &mb.obs, s.name, &self.learn)?;
-                let eval = net.evaluate(obs, matrix(&mb.actions, k, w, &self.learn));
-                let (policy_loss, ratio) = ppo_clip_loss(
-                    eval.log_prob,
-                    column(&mb.log_probs, &self.learn),
-                    column(&mb.advantages, &self.learn),
-                    clip,
-                );
-                let ratios = host(ratio);
+                let (grads, losses) = view.step_grads(&mut self.parts, net, &mb.rows(), k, step)?;
+                let ratios = &losses.ratios;
                 let approx_kl = ratios
                     .iter()
                     .map(|&r| (r as f64 - 1.0) - (r as f64).ln())
@@ -427,28 +454,12 @@ impl PolicyGradient {
                     .filter(|&&r| (r as f64 - 1.0).abs() > clip)
                     .count() as f64
                     / k as f64;
-                let entropy = eval.entropy.clone().mean().into_scalar::<f64>();
-                let mut total =
-                    policy_loss.clone() + entropy_loss(eval.entropy).mul_scalar(s.ent_coef);
-                let mut value_loss_value = 0.0;
-                if let Some(v) = eval.values {
-                    let v = match ppo.clip_range_vf {
-                        Some(c) => clipped_values(v, column(&mb.values, &self.learn), c),
-                        None => v,
-                    };
-                    let value_loss = mse(v, column(&mb.returns, &self.learn));
-                    value_loss_value = checked_loss("value loss", &value_loss, step)?;
-                    total = total + value_loss.mul_scalar(s.vf_coef);
-                }
-                let policy_loss = checked_loss("policy loss", &policy_loss, step)?;
-                checked_loss("PPO loss", &total, step)?;
-                let grads = GradientsParams::from_grads(total.backward(), &*net);
                 step_in_place(optim, lr, net, grads);
                 crate::faults::site("ppo.after_minibatch_step");
                 for (sum, v) in sums.iter_mut().zip([
-                    policy_loss,
-                    value_loss_value,
-                    entropy,
+                    losses.policy_loss,
+                    losses.value_loss.unwrap_or(0.0),
+                    losses.entropy,
                     approx_kl,
                     clipped,
                 ]) {
@@ -475,6 +486,137 @@ impl PolicyGradient {
     }
 }
 
+/// The rows one optimizer step learns from (a PPO minibatch, or a whole rollout), as
+/// host slices: `obs_dim` observation values and `width` action values per row.
+struct Rows<'a, O> {
+    obs: &'a [O],
+    actions: &'a [f32],
+    advantages: &'a [f32],
+    returns: &'a [f32],
+    /// The behaviour policy's (PPO), else empty.
+    log_probs: &'a [f32],
+    /// The values recorded while acting (PPO's value clipping), else empty.
+    values: &'a [f32],
+}
+
+/// What a step's loss needs beside its rows.
+struct LossView<'a> {
+    settings: &'a PgSettings,
+    input: Input,
+    width: usize,
+    learn: &'a Device,
+    /// PPO's ratio clip range and optional value clip range (`None`: the plain
+    /// policy-gradient loss).
+    ppo: Option<(f64, Option<f64>)>,
+}
+
+/// The losses of one step, averaged over its rows, and PPO's probability ratios.
+struct StepLosses {
+    policy_loss: f64,
+    value_loss: Option<f64>,
+    entropy: f64,
+    ratios: Vec<f32>,
+}
+
+/// What one share of a step's rows computed: the gradients of its loss scaled by its share
+/// of the rows, and its losses unscaled.
+struct ShareGrads {
+    grads: GradientsParams,
+    share: f64,
+    losses: StepLosses,
+}
+
+impl LossView<'_> {
+    /// The gradients of the step's loss over `n` rows and its losses: the rows' two halves
+    /// differentiated side by side (each through its own leaves of `net`, its loss scaled
+    /// by its share of the rows), their gradients added in order. The halves do not depend
+    /// on the schedule, so neither do the bits.
+    fn step_grads<O: ObsRows>(
+        &self,
+        parts: &mut Parts,
+        net: &ActorCriticNet,
+        rows: &Rows<'_, O>,
+        n: usize,
+        step: u64,
+    ) -> Result<(GradientsParams, StepLosses)> {
+        let what = format!("{} update {step}", self.settings.name);
+        let shares = run_by_rows(parts, &what, (n, 2), |r| {
+            self.share_grads(net, rows, r, n, step)
+        })?;
+        let mut total = StepLosses {
+            policy_loss: 0.0,
+            value_loss: None,
+            entropy: 0.0,
+            ratios: Vec::with_capacity(n),
+        };
+        let mut grads = Vec::with_capacity(shares.len());
+        for s in shares {
+            total.policy_loss += s.share * s.losses.policy_loss;
+            if let Some(v) = s.losses.value_loss {
+                *total.value_loss.get_or_insert(0.0) += s.share * v;
+            }
+            total.entropy += s.share * s.losses.entropy;
+            total.ratios.extend(s.losses.ratios);
+            grads.push(s.grads);
+        }
+        Ok((sum_gradients(net, grads), total))
+    }
+
+    /// One share of the rows: its policy loss (clipped for PPO), entropy bonus and
+    /// (optionally clipped) value loss, each checked finite, and their gradients.
+    fn share_grads<O: ObsRows>(
+        &self,
+        net: &ActorCriticNet,
+        rows: &Rows<'_, O>,
+        r: Range<usize>,
+        n: usize,
+        step: u64,
+    ) -> Result<ShareGrads> {
+        let s = self.settings;
+        let (k, dim, w, learn) = (r.len(), self.input.obs_dim, self.width, self.learn);
+        let net = own_leaves(net);
+        let obs = &rows.obs[r.start * dim..r.end * dim];
+        let obs = self.input.rows(&net, obs, s.name, learn)?;
+        let actions = matrix(&rows.actions[r.start * w..r.end * w], k, w, learn);
+        let eval = net.evaluate(obs, actions);
+        let adv = column(&rows.advantages[r.clone()], learn);
+        let (policy_loss, ratios) = match self.ppo {
+            Some((clip, _)) => {
+                let old = column(&rows.log_probs[r.clone()], learn);
+                let (loss, ratio) = ppo_clip_loss(eval.log_prob, old, adv, clip);
+                (loss, host(ratio))
+            }
+            None => (policy_gradient_loss(eval.log_prob, adv), Vec::new()),
+        };
+        let entropy = eval.entropy.clone().mean().into_scalar::<f64>();
+        let mut total = policy_loss.clone() + entropy_loss(eval.entropy).mul_scalar(s.ent_coef);
+        let mut value_loss = None;
+        if let Some(v) = eval.values {
+            let v = match self.ppo.and_then(|(_, vf)| vf) {
+                Some(c) => clipped_values(v, column(&rows.values[r.clone()], learn), c),
+                None => v,
+            };
+            let loss = mse(v, column(&rows.returns[r.clone()], learn));
+            value_loss = Some(checked_loss("value loss", &loss, step)?);
+            total = total + loss.mul_scalar(s.vf_coef);
+        }
+        let policy_loss = checked_loss("policy loss", &policy_loss, step)?;
+        checked_loss(&format!("{} loss", s.name), &total, step)?;
+        let share = k as f64 / n as f64;
+        let grads = GradientsParams::from_grads(total.mul_scalar(share).backward(), &net);
+        Ok(ShareGrads {
+            grads,
+            share,
+            losses: StepLosses {
+                policy_loss,
+                value_loss,
+                entropy,
+                ratios,
+            },
+        })
+    }
+}
+
 /// What a PPO update changes: copies of the network, optimizer and generator (handles,
 /// no weight copies), committed by the caller only when every minibatch succeeded.
 struct Work {
@@ -495,6 +637,17 @@ struct Minibatch<O> {
 }
 
 impl<O: Copy> Minibatch<O> {
+    fn rows(&self) -> Rows<'_, O> {
+        Rows {
+            obs: &self.obs,
+            actions: &self.actions,
+            advantages: &self.advantages,
+            returns: &self.returns,
+            log_probs: &self.log_probs,
+            values: &self.values,
+        }
+    }
+
     fn gather(&mut self, batch: &RolloutBatch<O>, rows: &[usize], obs_dim: usize, w: usize) {
         self.obs.clear();
         self.actions.clear();
@@ -547,7 +700,7 @@ impl Input {
 
 /// Observation rows a policy-gradient learner takes: `f32` vectors, or `u8` frame stacks
 /// (divided by 255 on the device and read through the network's encoder).
-trait ObsRows: Copy + Default + 'static {
+trait ObsRows: Copy + Default + Send + Sync + 'static {
     /// Checks that a learner of `pixels` (or of vectors, `None`) takes these rows.
     fn check_kind(pixels: Option<[usize; 3]>, name: &str) -> Result<()>;
     /// The heads' input for `n` checked rows.

@@ -11,6 +11,7 @@ use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::on_policy::OnPolicyConfig;
 use crate::optimizer::OptimizerKind;
+use crate::parts::UpdateSchedule;
 use crate::policy_gradient::{PgSettings, PolicyGradient, PpoSettings};
 use emberlab_core::{Error, Result, Space};
 use emberlab_env::NormalizeConfig;
@@ -74,6 +75,10 @@ pub struct PpoConfig {
     pub target_kl: Option<f64>,
     /// Refresh the acting copy every this many updates (rollouts).
     pub sync_every: u64,
+    /// Parallel (each half of a step's rows on a core of its own, their gradients summed
+    /// for one step) or sequential update, or `auto` (the default): whichever runs faster
+    /// here; the same results every way.
+    pub update_schedule: UpdateSchedule,
     /// Seed of the weights, the action sampling and the minibatch shuffles.
     pub seed: u64,
     /// On images ([`PpoConfig::build_pixels`]): the encoder both heads share.
@@ -109,6 +114,7 @@ impl Default for PpoConfig {
             max_grad_norm: 0.5,
             target_kl: None,
             sync_every: 1,
+            update_schedule: UpdateSchedule::Auto,
             seed: 0,
             encoder: PixelEncoderKind::Nature,
             pixel_hidden: Vec::new(),
@@ -316,6 +322,7 @@ impl PpoConfig {
             },
             sync_every: self.sync_every,
             seed: self.seed,
+            update_schedule: self.update_schedule,
             ppo: Some(PpoSettings {
                 n_epochs: self.n_epochs,
                 batch_size: self.batch_size,

@@ -5,6 +5,7 @@ use crate::config::{Validate, check_hidden, check_open_closed, check_range};
 use crate::devices::Devices;
 use crate::learner::AdvantageMode;
 use crate::optimizer::OptimizerKind;
+use crate::parts::UpdateSchedule;
 use crate::policy_gradient::{PgSettings, PolicyGradient};
 use emberlab_core::{Result, Space};
 use emberlab_nn::Activation;
@@ -36,6 +37,10 @@ pub struct ReinforceConfig {
     pub normalize_advantage: bool,
     /// Refresh the acting copy every this many updates.
     pub sync_every: u64,
+    /// Parallel (each half of a step's rows on a core of its own, their gradients summed
+    /// for one step) or sequential update, or `auto` (the default): whichever runs faster
+    /// here; the same results every way.
+    pub update_schedule: UpdateSchedule,
     /// Seed of the weights and of the action sampling.
     pub seed: u64,
 }
@@ -54,6 +59,7 @@ impl Default for ReinforceConfig {
             max_grad_norm: 0.5,
             normalize_advantage: true,
             sync_every: 1,
+            update_schedule: UpdateSchedule::Auto,
             seed: 0,
         }
     }
@@ -103,6 +109,7 @@ impl ReinforceConfig {
             },
             sync_every: self.sync_every,
             seed: self.seed,
+            update_schedule: self.update_schedule,
             orthogonal_init: false,
             log_std_init: 0.0,
             squash: false,
