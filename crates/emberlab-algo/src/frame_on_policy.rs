@@ -74,9 +74,11 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
     /// writes the first weight checkpoint if `config.checkpoint` asks for them.
     ///
     /// # Errors
-    /// An invalid config (`normalize` among them); a learner or evaluation env whose
-    /// observations or actions differ from `env`'s; checkpoints asked of a learner
-    /// without them; an environment's error.
+    /// An invalid config (`normalize` among them); a learner whose observation length
+    /// differs from `env`'s stacks; an evaluation env whose frames or actions differ from
+    /// `env`'s; checkpoints asked of a learner without them; an environment's error. (The
+    /// learner's action count is not compared: a learner built for fewer actions than the
+    /// game has never takes the others.)
     pub fn new(
         learner: &'a mut L,
         env: &'a mut FrameVecEnv,
@@ -293,5 +295,111 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
             .wrapping_add(self.learner.progress().env_steps);
         self.obs.copy_from_slice(self.env.reset(Some(seed))?);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Agent;
+    use crate::learner::Metrics;
+    use emberlab_env::{FrameEnv, FrameStep};
+
+    /// One 1×1×1 frame holding the step count since the reset; reward 1 per step; every
+    /// episode is cut short after 3 steps.
+    struct Counting {
+        t: u8,
+    }
+
+    impl FrameEnv for Counting {
+        fn frame_shape(&self) -> [usize; 3] {
+            [1, 1, 1]
+        }
+        fn actions(&self) -> usize {
+            2
+        }
+        fn reset(&mut self, _seed: Option<u64>) -> Result<&[u8]> {
+            self.t = 0;
+            Ok(self.frame())
+        }
+        fn step(&mut self, _action: usize) -> Result<FrameStep> {
+            self.t += 1;
+            Ok(FrameStep::new(1.0, false, self.t == 3))
+        }
+        fn frame(&self) -> &[u8] {
+            std::slice::from_ref(&self.t)
+        }
+    }
+
+    /// A learner whose value of a stack is its frame's byte, and which keeps the rollouts
+    /// it is given.
+    #[derive(Default)]
+    struct Recorder {
+        progress: Progress,
+        batches: Vec<FrameRolloutBatch>,
+    }
+
+    impl Agent for Recorder {
+        fn obs_dim(&self) -> usize {
+            1
+        }
+        fn act(&mut self, _obs: &[f32], _explore: bool, _out: &mut ActionBuf) -> Result<()> {
+            Err(Error::invalid("observations", "vectors", "images"))
+        }
+        fn act_pixels(&mut self, obs: &[u8], _explore: bool, out: &mut ActionBuf) -> Result<()> {
+            *out.discrete_mut("recorder")? = vec![0; obs.len()];
+            Ok(())
+        }
+    }
+
+    impl OnPolicyLearner for Recorder {
+        fn advantage_mode(&self) -> AdvantageMode {
+            AdvantageMode::Gae {
+                gamma: 0.5,
+                lambda: 1.0,
+            }
+        }
+        fn values(&mut self, _obs: &[f32]) -> Result<Option<Vec<f32>>> {
+            Ok(None)
+        }
+        fn values_pixels(&mut self, obs: &[u8]) -> Result<Option<Vec<f32>>> {
+            Ok(Some(obs.iter().map(|&b| b as f32).collect()))
+        }
+        fn update(&mut self, _batch: &crate::RolloutBatch, _step: u64) -> Result<Metrics> {
+            Err(Error::invalid("rollout", "vectors", "images"))
+        }
+        fn update_frames(&mut self, batch: &FrameRolloutBatch, _step: u64) -> Result<Metrics> {
+            self.batches.push(batch.clone());
+            Ok(Metrics::default())
+        }
+        fn progress(&mut self) -> &mut Progress {
+            &mut self.progress
+        }
+    }
+
+    /// The games restart in the step that ends them, so a cut-short step bootstraps from
+    /// the stack it ended on, γ·V(final), and not from the next game's first stack: the
+    /// rollout's returns and advantages are GAE's with that reward and the step terminal.
+    #[test]
+    fn a_truncated_step_bootstraps_from_its_final_stack() {
+        let games = || -> Result<Box<dyn FrameEnv>> { Ok(Box::new(Counting { t: 0 })) };
+        let mut env = FrameVecEnv::from_factory(&games, 1, 1).unwrap();
+        let mut learner = Recorder::default();
+        let config = OnPolicyConfig {
+            total_steps: 4,
+            n_steps: 4,
+            eval_episodes: 1,
+            ..OnPolicyConfig::default()
+        };
+        let report = train_on_policy_frames(&mut learner, &mut env, &games, &config).unwrap();
+        assert_eq!((report.env_steps, report.updates), (4, 1));
+        let batch = &learner.batches[0];
+        // Stacks 0, 1, 2 | cut at 3 (V = 3) | 0 after the restart; then 1 (V = 1).
+        assert_eq!(batch.obs, vec![0, 1, 2, 0]);
+        // Rewards 1, 1, 1 + 0.5 · 3 (terminal), 1; V = 0, 1, 2, 0, last 1.
+        assert_eq!(batch.advantages, vec![2.125, 1.25, 0.5, 1.5]);
+        assert_eq!(batch.returns, vec![2.125, 2.25, 2.5, 1.5]);
+        assert_eq!(report.episodes, 1);
+        assert_eq!(report.recent_train_return, 3.0);
     }
 }

@@ -580,22 +580,20 @@ pub(crate) fn count_vector_step<L: OffPolicyLearner>(
         && vector_steps.is_multiple_of(config.train_freq)
 }
 
-/// What follows a vector step's updates in the off-policy loops: a weight checkpoint when
-/// due, the report's episode figures, progress and wall time, and an evaluation when due;
-/// returns whether that evaluation reached the target return.
+/// [`crate::report::after_steps`] for an off-policy learner.
 pub(crate) fn after_vector_step<L: OffPolicyLearner>(
     learner: &mut L,
     report: &mut TrainReport,
-    (checkpoints, episodes, evals): (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
+    parts: (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
 ) -> Result<bool> {
-    let Progress { env_steps, updates } = *learner.progress();
-    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
-    report.episodes = episodes.episodes;
-    report.recent_train_return = episodes.recent_mean();
-    report.progress = *learner.progress();
-    let reached = evals.maybe(learner, report)?;
-    report.wall_secs = evals.wall_secs();
-    Ok(reached)
+    fn counters<L: OffPolicyLearner>(l: &mut L) -> Progress {
+        *l.progress()
+    }
+    fn weights<L: OffPolicyLearner>(l: &mut L) -> Option<&mut dyn crate::checkpoint::Checkpoint> {
+        l.checkpoint()
+    }
+    let learner_parts = (counters::<L> as fn(&mut L) -> Progress, weights::<L> as _);
+    crate::report::after_steps(learner, learner_parts, report, parts)
 }
 
 /// Whether a sampling error only means "not yet": fewer transitions than a draw without

@@ -319,21 +319,20 @@ pub(crate) fn learn_from_rollout<O: RolloutObs, L: OnPolicyLearner + ?Sized>(
     Ok(())
 }
 
-/// After a rollout's update, in both on-policy loops: a checkpoint when due, the report's
-/// episodes and returns, and an evaluation when due; whether it reached the target return.
+/// [`crate::report::after_steps`] for an on-policy learner, after a rollout's update.
 pub(crate) fn after_rollout<L: OnPolicyLearner>(
     learner: &mut L,
     report: &mut TrainReport,
-    (checkpoints, episodes, evals): (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
+    parts: (&mut Checkpointer, &EpisodeTracker, &mut EvalSchedule<'_>),
 ) -> Result<bool> {
-    let Progress { env_steps, updates } = *learner.progress();
-    checkpoints.maybe(learner.checkpoint(), env_steps, updates)?;
-    report.episodes = episodes.episodes;
-    report.recent_train_return = episodes.recent_mean();
-    report.progress = *learner.progress();
-    let reached = evals.maybe(learner, report)?;
-    report.wall_secs = evals.wall_secs();
-    Ok(reached)
+    fn counters<L: OnPolicyLearner>(l: &mut L) -> Progress {
+        *l.progress()
+    }
+    fn weights<L: OnPolicyLearner>(l: &mut L) -> Option<&mut dyn crate::checkpoint::Checkpoint> {
+        l.checkpoint()
+    }
+    let learner_parts = (counters::<L> as fn(&mut L) -> Progress, weights::<L> as _);
+    crate::report::after_steps(learner, learner_parts, report, parts)
 }
 
 /// Trains `learner` on `env` for `config.total_steps` env steps, one update per rollout;

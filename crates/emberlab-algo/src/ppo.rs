@@ -282,7 +282,9 @@ impl PpoConfig {
     /// The learner of `actions` discrete actions on `u8` frame stacks `obs = [c, h, w]`
     /// (SB3's `PPO("CnnPolicy")`): `encoder` in front of linear heads, or of
     /// `pixel_hidden` layers. It acts through [`crate::Agent::act_pixels`] and learns
-    /// through [`crate::OnPolicyLearner::update_frames`].
+    /// through [`crate::OnPolicyLearner::update_frames`]. `hidden` and `shared_trunk` are
+    /// the vector networks' and not read (the encoder is the shared trunk here);
+    /// `activation` follows each `pixel_hidden` layer.
     ///
     /// # Errors
     /// A config value out of range, no actions, frames too small for the encoder.

@@ -362,3 +362,33 @@ pub(crate) fn check_eval_settings(episodes: usize, target: Option<f64>) -> Resul
     }
     Ok(())
 }
+
+/// How [`after_steps`] reads a learner's counters and its weight checkpoints.
+pub(crate) type LearnerCounters<L> = (
+    fn(&mut L) -> crate::learner::Progress,
+    fn(&mut L) -> Option<&mut dyn crate::checkpoint::Checkpoint>,
+);
+
+/// After a loop's env steps and updates, in every trainer: a checkpoint when due, the
+/// report's episodes and returns, and an evaluation when due; whether it reached the target
+/// return. `counters` and `weights` read the learner's [`crate::Progress`] and
+/// [`crate::Checkpoint`] (the two learner traits each have their own).
+pub(crate) fn after_steps<L: crate::agent::Agent>(
+    learner: &mut L,
+    (counters, weights): LearnerCounters<L>,
+    report: &mut TrainReport,
+    (checkpoints, episodes, evals): (
+        &mut crate::checkpoint::Checkpointer,
+        &EpisodeTracker,
+        &mut EvalSchedule<'_>,
+    ),
+) -> Result<bool> {
+    let crate::learner::Progress { env_steps, updates } = counters(learner);
+    checkpoints.maybe(weights(learner), env_steps, updates)?;
+    report.episodes = episodes.episodes;
+    report.recent_train_return = episodes.recent_mean();
+    report.progress = counters(learner);
+    let reached = evals.maybe(learner, report)?;
+    report.wall_secs = evals.wall_secs();
+    Ok(reached)
+}

@@ -718,6 +718,31 @@ fn bench_prints_named_figures() {
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 
+/// The Atari tests' runner of `ember` in `cwd`, with `EMBER_PYTHON` from `EMBER_PY_PYTHON`
+/// (which must be set: scripts/setup-python.sh). Built without the `gym` feature, it checks
+/// instead that `args` fail with one line naming the feature, removes `cwd` and gives
+/// `None`.
+fn atari_runner<'a>(cwd: &'a Path, args: &[&str]) -> Option<impl Fn(&[&str]) -> Output + 'a> {
+    if !cfg!(feature = "gym") {
+        let out = ember(args, cwd);
+        one_line_error(&out, &["`gym` feature"], "without gym");
+        std::fs::remove_dir_all(cwd).unwrap();
+        return None;
+    }
+    let python = std::env::var("EMBER_PY_PYTHON").expect(
+        "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
+         ale-py and stable-baselines3 (scripts/setup-python.sh)",
+    );
+    Some(move |args: &[&str]| {
+        Command::new(EMBER)
+            .args(args)
+            .current_dir(cwd)
+            .env("EMBER_PYTHON", &python)
+            .output()
+            .unwrap()
+    })
+}
+
 /// `ember train ppo --env PongNoFrameskip-v4` trains on pixels out of the box too (zoo's
 /// Atari preset: the Nature CNN shared by both heads, rollouts of bytes, the image
 /// on-policy loop), here 2 games for 2 rollouts of 64 steps: metrics, an evaluation of a
@@ -745,23 +770,8 @@ fn atari_ppo_trains_from_the_command() {
         "pong",
         "--quiet",
     ];
-    if !cfg!(feature = "gym") {
-        let out = ember(&args, &cwd);
-        one_line_error(&out, &["`gym` feature"], "without gym");
-        std::fs::remove_dir_all(&cwd).unwrap();
+    let Some(run) = atari_runner(&cwd, &args) else {
         return;
-    }
-    let python = std::env::var("EMBER_PY_PYTHON").expect(
-        "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
-         ale-py and stable-baselines3 (scripts/setup-python.sh)",
-    );
-    let run = |args: &[&str]| {
-        Command::new(EMBER)
-            .args(args)
-            .current_dir(&cwd)
-            .env("EMBER_PYTHON", &python)
-            .output()
-            .unwrap()
     };
     let out = run(&args);
     assert!(
@@ -815,23 +825,8 @@ fn atari_dqn_trains_from_the_command() {
         "pong",
         "--quiet",
     ];
-    if !cfg!(feature = "gym") {
-        let out = ember(&args, &cwd);
-        one_line_error(&out, &["`gym` feature"], "without gym");
-        std::fs::remove_dir_all(&cwd).unwrap();
+    let Some(run) = atari_runner(&cwd, &args) else {
         return;
-    }
-    let python = std::env::var("EMBER_PY_PYTHON").expect(
-        "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
-         ale-py and stable-baselines3 (scripts/setup-python.sh)",
-    );
-    let run = |args: &[&str]| {
-        Command::new(EMBER)
-            .args(args)
-            .current_dir(&cwd)
-            .env("EMBER_PYTHON", &python)
-            .output()
-            .unwrap()
     };
     let out = run(&args);
     assert!(
