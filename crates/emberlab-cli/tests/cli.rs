@@ -746,7 +746,8 @@ fn atari_runner<'a>(cwd: &'a Path, args: &[&str]) -> Option<impl Fn(&[&str]) -> 
 /// `ember train ppo --env PongNoFrameskip-v4` trains on pixels out of the box too (zoo's
 /// Atari preset: the Nature CNN shared by both heads, rollouts of bytes, the image
 /// on-policy loop), here 2 games for 2 rollouts of 64 steps: metrics, an evaluation of a
-/// whole game and the run's state are written, and a damaged state is refused on resume.
+/// whole game and the run's state are written, `ember eval` plays a game with the weights
+/// and draws it as a GIF, and a damaged state is refused on resume.
 /// Needs `EMBER_PY_PYTHON` as the DQN test does.
 #[test]
 fn atari_ppo_trains_from_the_command() {
@@ -789,6 +790,27 @@ fn atari_ppo_trains_from_the_command() {
     let last = evals.lines().last().unwrap();
     let score: f64 = last.split(',').nth(1).unwrap().parse().unwrap();
     assert!((-21.0..0.0).contains(&score), "{evals}");
+    // `ember eval` plays a whole game with the run's weights and draws it.
+    let out = run(&["eval", "pong", "--episodes", "1", "--gif", "pong.gif"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    let mean: f64 = said
+        .split("mean return ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no mean return in {said}"));
+    assert!((-21.0..0.0).contains(&mean), "{said}");
+    let gif = std::fs::read(cwd.join("pong.gif")).unwrap();
+    assert!(
+        gif.starts_with(b"GIF89a") && gif.len() > 10_000,
+        "{} bytes",
+        gif.len()
+    );
     let state = cwd.join("pong/checkpoint/trainer.state");
     let full = std::fs::read(&state).unwrap();
     std::fs::write(&state, &full[..full.len() - 9]).unwrap();

@@ -32,11 +32,7 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
     }
     let config = load_config(&args.run)?;
     if emberlab_env::is_atari_id(&config.env) {
-        bail!(
-            "`ember eval` does not run Atari games yet: {}'s evaluations during training are \
-             in its evaluations.csv",
-            args.run.display()
-        );
+        return atari(args, &config);
     }
     let classic = crate::render::RENDER_ENVS.contains(&config.env.as_str());
     #[cfg(feature = "mujoco")]
@@ -154,4 +150,62 @@ fn episode(
         }
     }
     Ok((ret, frames, taken))
+}
+
+/// Whole games of an Atari run (`emberlab_env::AtariEnv`, stacks of 4 as in training), the
+/// returns its scores (unclipped); the first game drawn as the agent sees it (84×84 gray)
+/// when `args.gif` asks.
+#[cfg(feature = "gym")]
+fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> {
+    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
+    let id = config.env.clone();
+    let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
+        Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
+    };
+    let mut env = FrameVecEnv::from_factory(&games, 1, super::train::ATARI_STACK)?;
+    let device = args.device.clone().unwrap_or_else(|| config.device.clone());
+    let mut learner =
+        config.build_pixel_learner(env.obs_shape(), env.actions(), &devices(&device)?)?;
+    load_weights(learner.as_mut(), &args.run, args.best)?;
+    let agent = learner.agent();
+    let [_, h, w] = env.frame_shape();
+    let frame = h * w;
+    let mut actions = ActionBuf::Discrete(Vec::with_capacity(1));
+    let mut returns = Vec::with_capacity(args.episodes);
+    for i in 0..args.episodes {
+        let record = i == 0 && args.gif.is_some();
+        let mut frames = Vec::new();
+        env.reset(Some(args.seed + i as u64))?;
+        let mut ret = 0.0;
+        // A game of Atari ends within its frame budget (108,000 frames: 27,000 steps).
+        for _ in 0..100_000 {
+            if record {
+                let obs = env.obs();
+                let gray = &obs[obs.len() - frame..];
+                frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
+            }
+            agent.act_pixels(env.obs(), args.stochastic, &mut actions)?;
+            let action = actions.discrete_mut("ember eval")?[0];
+            let step = env.step(&[action])?;
+            ret += step.scores[0] as f64;
+            if step.game_over[0] {
+                break;
+            }
+        }
+        returns.push(ret);
+        if let (true, Some(path)) = (record, &args.gif) {
+            crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
+                .with_context(|| format!("cannot render {}", path.display()))?;
+        }
+    }
+    Ok(returns)
+}
+
+#[cfg(not(feature = "gym"))]
+fn atari(_: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> {
+    bail!(
+        "{} runs in Python workers, which need the `gym` feature: rebuild ember with \
+         `--features gym`",
+        config.env
+    )
 }

@@ -116,7 +116,7 @@ fn off(
 
 /// Frames stacked per observation on Atari (SB3 zoo's `frame_stack: 4`).
 #[cfg(feature = "gym")]
-const ATARI_STACK: usize = 4;
+pub(crate) const ATARI_STACK: usize = 4;
 
 /// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
 /// games stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
