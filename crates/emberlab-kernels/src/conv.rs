@@ -113,9 +113,10 @@ mod flex {
     use super::{ConvShape, HostConv, HostConvSteps};
     use crate::host::with_values;
     use crate::product::{HostMatrix, host_product};
+    use crate::scratch;
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
-    use burn::tensor::TensorData;
+    use burn::tensor::{DType, TensorData};
 
     fn dims<const D: usize>(t: &FlexTensor) -> [usize; D] {
         let s = t.layout().shape();
@@ -140,9 +141,25 @@ mod flex {
         }
     }
 
+    /// Keeps the buffer of a tensor nothing else holds (an unfolded input after its last
+    /// use) for the next [`scratch::take`] on this thread.
+    fn recycle(t: FlexTensor) {
+        if !t.is_unique() || t.dtype() != DType::F32 {
+            return;
+        }
+        let at = t.bytes().as_ptr();
+        // Unique, contiguous tensors give their allocation back; anything else was copied,
+        // and the copy is not worth keeping.
+        if let Ok(v) = t.into_data().try_into_vec::<f32>()
+            && v.as_ptr().cast::<u8>() == at
+        {
+            scratch::give(v);
+        }
+    }
+
     /// `dy [n, o, p]` as `[o, n · p]`: each channel's planes side by side (block copies).
     fn channels_first(dy: &[f32], n: usize, o: usize, p: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; n * o * p];
+        let mut out = scratch::take(n * o * p);
         for (b, sample) in dy.chunks_exact(o * p).enumerate() {
             for (ch, plane) in sample.chunks_exact(p).enumerate() {
                 out[(ch * n + b) * p..(ch * n + b + 1) * p].copy_from_slice(plane);
@@ -170,6 +187,45 @@ mod flex {
             4 => fixed::<4>(dst, src),
             8 => fixed::<8>(dst, src),
             _ => dst.copy_from_slice(src),
+        }
+    }
+
+    /// `dst += src` for a kernel row, inline for the common widths as [`copy_run`].
+    #[inline(always)]
+    fn add_run(dst: &mut [f32], src: &[f32]) {
+        #[inline(always)]
+        fn fixed<const K: usize>(dst: &mut [f32], src: &[f32]) {
+            let (d, s) = (&mut dst[..K], &src[..K]);
+            for j in 0..K {
+                d[j] += s[j];
+            }
+        }
+        match dst.len() {
+            3 => fixed::<3>(dst, src),
+            4 => fixed::<4>(dst, src),
+            8 => fixed::<8>(dst, src),
+            _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d += s),
+        }
+    }
+
+    /// col2im without padding, [`unpadded_im2col`]'s reverse: each kernel row of `dcols`
+    /// is added to the run of `dx` it was read from.
+    fn unpadded_col2im(dcols: &[f32], s: &ConvShape, dx: &mut [f32]) {
+        let [_, c, h, w] = s.input;
+        let [kh, kw] = s.kernel;
+        let [sh, sw] = s.stride;
+        let [oh, ow] = s.output().expect("checked by conv2d");
+        let k = s.patch();
+        for (r, row) in dcols.chunks_exact(k).enumerate() {
+            let (b, q) = (r / (oh * ow), r % (oh * ow));
+            let (y0, x0) = ((q / ow) * sh, (q % ow) * sw);
+            for (ch, patch) in row.chunks_exact(kh * kw).enumerate() {
+                let plane = &mut dx[(b * c + ch) * h * w..(b * c + ch + 1) * h * w];
+                for (i, src) in patch.chunks_exact(kw).enumerate() {
+                    let from = (y0 + i) * w + x0;
+                    add_run(&mut plane[from..from + kw], src);
+                }
+            }
         }
     }
 
@@ -226,11 +282,13 @@ mod flex {
         fn im2col(x: FlexTensor, s: &ConvShape) -> FlexTensor {
             let [oh, ow] = s.output().expect("checked by conv2d");
             let (rows, k, kw, w) = (s.input[0] * oh * ow, s.patch(), s.kernel[1], s.input[3]);
-            let mut cols = vec![0.0f32; rows * k];
             if s.padding == [0, 0] {
+                // Every value is written: the buffer's old contents do not matter.
+                let mut cols = scratch::take(rows * k);
                 with_values(&x, |x| unpadded_im2col(x, s, &mut cols));
                 return FlexTensor::from_data(TensorData::new(cols, [rows, k]));
             }
+            let mut cols = scratch::take_zeroed(rows * k);
             with_values(&x, |x| {
                 patches(s, |r, start, x0, at| {
                     let dst = &mut cols[r * k + at..r * k + at + kw];
@@ -255,7 +313,7 @@ mod flex {
             let (n, o, k, p) = (s.input[0], s.out, s.patch(), oh * ow);
             // `[n · p, o]` = cols · Wᵀ (faster here than W · colsᵀ, whose strided right
             // side the GEMM packs more slowly), then each sample's rows turned into planes.
-            let mut prod = vec![0.0f32; n * p * o];
+            let mut prod = scratch::take(n * p * o);
             with_values(&cols, |cv| {
                 with_values(&w, |wv| {
                     host_product(
@@ -265,6 +323,8 @@ mod flex {
                     )
                 })
             });
+            // Without autodiff (acting, evaluation) this was the unfolded input's last use.
+            recycle(cols);
             let mut y = vec![0.0f32; n * o * p];
             with_values(&b, |bias| {
                 for (src, dst) in prod.chunks_exact(p * o).zip(y.chunks_exact_mut(o * p)) {
@@ -275,6 +335,7 @@ mod flex {
                     }
                 }
             });
+            scratch::give(prod);
             FlexTensor::from_data(TensorData::new(y, [n, o, oh, ow]))
         }
 
@@ -302,7 +363,9 @@ mod flex {
                         *d += plane.iter().sum::<f32>();
                     }
                 }
+                scratch::give(g_cf);
             });
+            recycle(cols);
             (
                 FlexTensor::from_data(TensorData::new(dw, w.layout().shape().clone())),
                 FlexTensor::from_data(TensorData::new(db, [o])),
@@ -313,7 +376,7 @@ mod flex {
             let [oh, ow] = s.output().expect("checked by conv2d");
             let (n, o, k, p) = (s.input[0], s.out, s.patch(), oh * ow);
             let (kw, width) = (s.kernel[1], s.input[3]);
-            let mut dcols = vec![0.0f32; n * p * k];
+            let mut dcols = scratch::take(n * p * k);
             with_values(&dy, |g| {
                 let g_cf = channels_first(g, n, o, p);
                 with_values(&w, |wv| {
@@ -322,9 +385,15 @@ mod flex {
                         HostMatrix::row_major(wv, o, k),
                         &mut dcols,
                     )
-                })
+                });
+                scratch::give(g_cf);
             });
             let mut dx = vec![0.0f32; s.input.iter().product()];
+            if s.padding == [0, 0] {
+                unpadded_col2im(&dcols, s, &mut dx);
+                scratch::give(dcols);
+                return FlexTensor::from_data(TensorData::new(dx, s.input));
+            }
             patches(s, |r, start, x0, at| {
                 let src = &dcols[r * k + at..r * k + at + kw];
                 for (j, &v) in src.iter().enumerate() {
@@ -334,6 +403,7 @@ mod flex {
                     }
                 }
             });
+            scratch::give(dcols);
             FlexTensor::from_data(TensorData::new(dx, s.input))
         }
     }

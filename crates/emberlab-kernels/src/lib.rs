@@ -49,6 +49,8 @@ pub mod kernels;
 mod matmul;
 pub mod parts;
 mod product;
+#[cfg(feature = "flex")]
+mod scratch;
 mod tanh_gaussian;
 #[cfg(feature = "flex")]
 mod thin;

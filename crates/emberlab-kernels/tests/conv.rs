@@ -27,7 +27,7 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 11] = [
+const CASES: [Case; 14] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
@@ -43,6 +43,12 @@ const CASES: [Case; 11] = [
     ([8, 2, 40, 40], 32, [8, 8], [4, 4], [0, 0]),
     ([8, 32, 9, 9], 64, [4, 4], [2, 2], [0, 0]),
     ([8, 64, 3, 3], 64, [3, 3], [1, 1], [0, 0]),
+    // Large enough (over a million values unfolded) that the buffers are kept and reused
+    // with the values of earlier cases still in them: the Nature CNN's first two layers on
+    // 16 stacks, and a padded layer.
+    ([16, 4, 84, 84], 32, [8, 8], [4, 4], [0, 0]),
+    ([16, 32, 20, 20], 64, [4, 4], [2, 2], [0, 0]),
+    ([8, 16, 32, 32], 16, [3, 3], [1, 1], [1, 1]),
 ];
 
 /// The flex path really runs: the GEMM library's counter (which burn's own convolution does
