@@ -89,10 +89,8 @@ pub fn evaluate_env(
 }
 
 /// Runs `episodes` deterministic games of `agent` on a fresh image environment from `env`,
-/// observed as stacks of `stack` frames ([`FrameVecEnv`]): game `i` starts from a reset
-/// with seed `seed + i` and runs until [`emberlab_env::FrameStep::game_over`] (through
-/// lost lives, which end episodes for learning but not games), summing its rewards. The
-/// environment must end its games (Atari's frame budget does).
+/// observed as stacks of `stack` frames ([`FrameVecEnv`]): [`play_frames`] with greedy
+/// actions.
 ///
 /// # Errors
 /// Zero episodes, an observation length other than the agent's, or an error of the
@@ -108,6 +106,36 @@ pub fn evaluate_frames(
         return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
     }
     let mut env = FrameVecEnv::new(vec![env.make()?], stack)?;
+    play_frames(agent, &mut env, episodes, seed, false, &mut |_, _| {})
+}
+
+/// Steps after which [`play_frames`] cuts a game that has not ended (Atari's frame budget,
+/// 108,000 frames, ends a game within 27,000 steps).
+pub const GAME_STEP_LIMIT: usize = 100_000;
+
+/// Plays `episodes` whole games of `agent` on `env` (one game, its stacks as observations):
+/// game `i` starts from a reset with seed `seed + i` and runs until
+/// [`emberlab_env::FrameStep::game_over`] (through lost lives, which end episodes for
+/// learning but not games) or [`GAME_STEP_LIMIT`] steps, summing its scores. `explore`
+/// asks the agent for its exploring actions; `watch(game, stack)` sees every stack before
+/// the agent acts on it (`ember eval --gif` draws the first game from them).
+///
+/// # Errors
+/// Zero episodes, an environment of more than one game, an observation length other than
+/// the agent's, or an error of the environment or the agent (an agent without
+/// [`Agent::act_pixels`] among them).
+pub fn play_frames(
+    agent: &mut dyn Agent,
+    env: &mut FrameVecEnv,
+    episodes: usize,
+    seed: u64,
+    explore: bool,
+    watch: &mut dyn FnMut(usize, &[u8]),
+) -> Result<EvalResult> {
+    if episodes == 0 {
+        return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
+    }
+    Error::check_len("games played at once", 1, env.num_envs())?;
     let [c, h, w] = env.obs_shape();
     Error::check_len("agent observation length", c * h * w, agent.obs_dim())?;
     let mut actions = ActionBuf::Discrete(Vec::with_capacity(1));
@@ -118,10 +146,11 @@ pub fn evaluate_frames(
     for i in 0..episodes {
         env.reset(Some(seed.wrapping_add(i as u64)))?;
         let (mut ret, mut len) = (0.0, 0usize);
-        loop {
+        while len < GAME_STEP_LIMIT {
+            watch(i, env.obs());
             crate::guard::run_learner(
                 || "the agent's act during evaluation".into(),
-                || agent.act_pixels(env.obs(), false, &mut actions),
+                || agent.act_pixels(env.obs(), explore, &mut actions),
             )?;
             let action = actions.discrete_mut("evaluation")?.first().copied();
             let action = action.ok_or_else(|| {

@@ -5,6 +5,7 @@
 //! and hands the learner differ.
 
 use crate::agent::ActionBuf;
+use crate::books::{LoopBooks, Running};
 use crate::checkpoint::Checkpointer;
 use crate::config::Validate;
 use crate::learner::{OffPolicyLearner, Progress};
@@ -12,7 +13,7 @@ use crate::off_policy::{
     OffPolicyConfig, after_vector_step, check_same_sampler, count_vector_step, td_priorities,
     update_counted, waits_for_transitions,
 };
-use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
+use crate::report::{EvalSchedule, FrameEval, TrainReport};
 use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
 use emberlab_core::{EmberRng, Error, Result};
 use emberlab_env::{FrameEnvFactory, FrameVecEnv};
@@ -67,11 +68,8 @@ pub struct FrameOffPolicyTrainer<'a, L: OffPolicyLearner, S: Sampler> {
     rng: EmberRng,
     actions: ActionBuf,
     batch: FrameBatch,
-    episodes: EpisodeTracker,
-    report: TrainReport,
+    books: LoopBooks<'a>,
     vector_steps: u64,
-    evals: EvalSchedule<'a>,
-    checkpoints: Checkpointer,
     reached_target: bool,
 }
 
@@ -144,7 +142,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
         Ok(FrameOffPolicyTrainer {
             priorities: replay.sampler().uses_priorities(),
             actions: ActionBuf::Discrete(Vec::with_capacity(env.num_envs())),
-            episodes: EpisodeTracker::new(env.num_envs()),
+            books: LoopBooks::new(env.num_envs(), evals, checkpoints),
             learner,
             env,
             replay,
@@ -152,22 +150,19 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
             start,
             rng: EmberRng::seed_from(config.seed).fork(1),
             batch: FrameBatch::default(),
-            report: TrainReport::default(),
             vector_steps: 0,
-            evals,
-            checkpoints,
             reached_target: false,
         })
     }
 
     /// Whether the budget is spent or an evaluation reached `config.target_return`.
     pub fn is_done(&self) -> bool {
-        self.reached_target || self.report.env_steps >= self.config.total_steps
+        self.reached_target || self.books.report.env_steps >= self.config.total_steps
     }
 
     /// The run so far.
     pub fn report(&self) -> &TrainReport {
-        &self.report
+        &self.books.report
     }
 
     /// The learner being trained.
@@ -188,7 +183,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
         }
         let n = self.env.num_envs();
         let config = &self.config;
-        if self.start.env_steps + self.report.env_steps < config.learning_starts {
+        if self.start.env_steps + self.books.report.env_steps < config.learning_starts {
             let (rng, count) = (&mut self.rng, self.env.actions() as u64);
             let out = self.actions.discrete_mut("the frame trainer")?;
             out.clear();
@@ -218,13 +213,14 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
                 self.replay
                     .begin(i, &step.obs[(i + 1) * per - frame..(i + 1) * per])?;
             }
-            self.episodes
+            self.books
+                .episodes
                 .record(i, step.scores[i] as f64, step.game_over[i]);
         }
         let planned = self.start.env_steps + config.total_steps;
         let due = count_vector_step(
             self.learner,
-            &mut self.report,
+            &mut self.books.report,
             &mut self.vector_steps,
             (n, planned),
             (config, self.replay.drawable()),
@@ -232,21 +228,25 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
         if due {
             self.update_round()?;
         }
-        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
-        self.reached_target |= after_vector_step(self.learner, &mut self.report, parts)?;
+        let parts = (
+            &mut self.books.checkpoints,
+            &self.books.episodes,
+            &mut self.books.evals,
+        );
+        self.reached_target |= after_vector_step(self.learner, &mut self.books.report, parts)?;
         Ok(())
     }
 
     /// `config.gradient_steps` updates (fewer if the replay cannot draw a batch yet).
     fn update_round(&mut self) -> Result<()> {
         let config = &self.config;
-        let progress = (self.report.env_steps as f64 / config.total_steps as f64).min(1.0);
+        let progress = (self.books.report.env_steps as f64 / config.total_steps as f64).min(1.0);
         self.replay.anneal(progress)?;
         for _ in 0..config.gradient_steps {
             match self.replay.sample(config.batch_size, &mut self.batch) {
                 Ok(()) => {}
                 Err(e) if waits_for_transitions(&e) => {
-                    self.report.sample_waits += 1;
+                    self.books.report.sample_waits += 1;
                     break;
                 }
                 Err(e) => return Err(e),
@@ -259,8 +259,8 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
                 self.replay
                     .update_priorities(&self.batch.indices, td_priorities(&update)?)?;
             }
-            self.report.last_metrics = update.metrics;
-            self.report.updates += 1;
+            self.books.report.last_metrics = update.metrics;
+            self.books.report.updates += 1;
         }
         Ok(())
     }
@@ -271,10 +271,13 @@ impl<'a, L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'a, L, S> {
     /// An error writing the checkpoint or evaluating.
     pub fn finish(mut self) -> Result<TrainReport> {
         let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
+        self.books
+            .checkpoints
             .finish(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.progress = *self.learner.progress();
-        self.evals.finish(self.learner, self.report, &self.episodes)
+        self.books.report.progress = *self.learner.progress();
+        self.books
+            .evals
+            .finish(self.learner, self.books.report, &self.books.episodes)
     }
 }
 
@@ -301,10 +304,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
             .rng(&self.rng)
             .u64(self.vector_steps)
             .bool(self.reached_target);
-        self.episodes.save_state(&mut out);
-        self.report.save_state(&mut out);
-        self.evals.save_state(&mut out);
-        self.checkpoints.save_state(&mut out);
+        self.books.save_state(&mut out);
         save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
     }
 
@@ -366,12 +366,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
         let rng = src.rng()?;
         let vector_steps = src.u64()?;
         let reached_target = src.bool()?;
-        let mut episodes = self.episodes.clone();
-        episodes.load_state(&mut src)?;
-        let mut report = self.report.clone();
-        report.load_state(&mut src)?;
-        let evals = (src.u64()?, src.f64()?);
-        let checkpoints = (src.u64()?, src.u64()?);
+        let books = self.books.read_state(&mut src)?;
         src.finish()?;
         for env in 0..self.env.num_envs() {
             replay.cut(env)?;
@@ -382,13 +377,7 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
         self.rng = rng;
         self.vector_steps = vector_steps;
         self.reached_target = reached_target;
-        episodes.drop_running();
-        self.episodes = episodes;
-        self.report = report;
-        self.report.progress = *self.learner.progress();
-        self.evals.restore(evals.0, evals.1);
-        self.checkpoints.restore(checkpoints.0, checkpoints.1);
-        self.report.wall_secs = self.evals.wall_secs();
+        books.restore(&mut self.books, *self.learner.progress(), Running::Restart);
         *self.replay = replay;
         let seed = c.seed.wrapping_add(self.learner.progress().env_steps);
         let frame = self.replay.storage().frame_len();

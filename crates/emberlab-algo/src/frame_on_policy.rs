@@ -5,11 +5,12 @@
 //! autoreset differ.
 
 use crate::agent::ActionBuf;
+use crate::books::{LoopBooks, Running};
 use crate::checkpoint::Checkpointer;
 use crate::config::Validate;
 use crate::learner::{ActingRecord, AdvantageMode, FrameRolloutBatch, OnPolicyLearner, Progress};
 use crate::on_policy::{OnPolicyConfig, RolloutBuffer, after_rollout, learn_from_rollout};
-use crate::report::{EpisodeTracker, EvalSchedule, FrameEval, TrainReport};
+use crate::report::{EvalSchedule, FrameEval, TrainReport};
 use emberlab_core::state::{StateReader, StateWriter, load_words, save_words};
 use emberlab_core::{Error, Result};
 use emberlab_env::{FrameEnvFactory, FrameVecEnv};
@@ -59,13 +60,10 @@ pub struct FrameOnPolicyTrainer<'a, L: OnPolicyLearner> {
     row: Vec<f32>,
     /// A truncated episode's last stack, to bootstrap from.
     final_stack: Vec<u8>,
-    episodes: EpisodeTracker,
-    report: TrainReport,
+    books: LoopBooks<'a>,
     buf: RolloutBuffer<u8>,
     record: ActingRecord,
     batch: FrameRolloutBatch,
-    evals: EvalSchedule<'a>,
-    checkpoints: Checkpointer,
     reached_target: bool,
 }
 
@@ -119,13 +117,10 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
             obs,
             row: Vec::with_capacity(1),
             final_stack: Vec::with_capacity(obs_len),
-            episodes: EpisodeTracker::new(n),
-            report: TrainReport::default(),
+            books: LoopBooks::new(n, evals, checkpoints),
             buf: RolloutBuffer::default(),
             record: ActingRecord::default(),
             batch: FrameRolloutBatch::default(),
-            evals,
-            checkpoints,
             reached_target: false,
             env,
         })
@@ -133,12 +128,12 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
 
     /// Whether the budget is spent or an evaluation reached `config.target_return`.
     pub fn is_done(&self) -> bool {
-        self.reached_target || self.report.env_steps >= self.config.total_steps
+        self.reached_target || self.books.report.env_steps >= self.config.total_steps
     }
 
     /// The run so far.
     pub fn report(&self) -> &TrainReport {
-        &self.report
+        &self.books.report
     }
 
     /// The learner being trained.
@@ -198,18 +193,23 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
                 let acted = (&self.actions, &stored[..], &mut self.row, 1);
                 let flags = (terminated, truncated && !terminated);
                 buf.push(i, acted, reward, flags, false);
-                self.episodes
+                self.books
+                    .episodes
                     .record(i, step.scores[i] as f64, step.game_over[i]);
             }
             self.obs.copy_from_slice(step.obs);
         }
         buf.close(&self.obs);
         let shape = (&self.obs[..], n, per, 1);
-        let (batch, report) = (&mut self.batch, &mut self.report);
+        let (batch, report) = (&mut self.batch, &mut self.books.report);
         let total = self.config.total_steps;
         learn_from_rollout(&mut *self.learner, buf, shape, batch, report, total)?;
-        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
-        self.reached_target |= after_rollout(self.learner, &mut self.report, parts)?;
+        let parts = (
+            &mut self.books.checkpoints,
+            &self.books.episodes,
+            &mut self.books.evals,
+        );
+        self.reached_target |= after_rollout(self.learner, &mut self.books.report, parts)?;
         Ok(())
     }
 
@@ -219,10 +219,13 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
     /// An error writing the checkpoint or evaluating.
     pub fn finish(mut self) -> Result<TrainReport> {
         let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
+        self.books
+            .checkpoints
             .finish(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.progress = *self.learner.progress();
-        self.evals.finish(self.learner, self.report, &self.episodes)
+        self.books.report.progress = *self.learner.progress();
+        self.books
+            .evals
+            .finish(self.learner, self.books.report, &self.books.episodes)
     }
 
     /// Writes the run's state into `dir`: `learner/` (the learner's
@@ -240,10 +243,7 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
             .u64(self.config.total_steps)
             .u64(self.config.seed)
             .bool(self.reached_target);
-        self.episodes.save_state(&mut out);
-        self.report.save_state(&mut out);
-        self.evals.save_state(&mut out);
-        self.checkpoints.save_state(&mut out);
+        self.books.save_state(&mut out);
         save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
     }
 
@@ -273,22 +273,11 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
         check("total_steps", self.config.total_steps, src.u64()?)?;
         check("seed", self.config.seed, src.u64()?)?;
         let reached_target = src.bool()?;
-        let mut episodes = self.episodes.clone();
-        episodes.load_state(&mut src)?;
-        let mut report = self.report.clone();
-        report.load_state(&mut src)?;
-        let evals = (src.u64()?, src.f64()?);
-        let checkpoints = (src.u64()?, src.u64()?);
+        let books = self.books.read_state(&mut src)?;
         src.finish()?;
         crate::training_state::load_learner(self.learner.training_state(), dir)?;
         self.reached_target = reached_target;
-        episodes.drop_running();
-        self.episodes = episodes;
-        self.report = report;
-        self.report.progress = *self.learner.progress();
-        self.evals.restore(evals.0, evals.1);
-        self.checkpoints.restore(checkpoints.0, checkpoints.1);
-        self.report.wall_secs = self.evals.wall_secs();
+        books.restore(&mut self.books, *self.learner.progress(), Running::Restart);
         let seed = self
             .config
             .seed

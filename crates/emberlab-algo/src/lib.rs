@@ -68,6 +68,7 @@
 mod a2c;
 mod acting;
 mod agent;
+mod books;
 pub mod checkpoint;
 mod config;
 mod devices;
@@ -111,7 +112,9 @@ pub use dqn::{Dqn, DqnConfig};
 pub use emberlab_nn::Activation;
 /// The batch of image observations [`OffPolicyLearner::update_frames`] takes.
 pub use emberlab_replay::FrameBatch;
-pub use evaluate::{EvalResult, evaluate, evaluate_env, evaluate_frames};
+pub use evaluate::{
+    EvalResult, GAME_STEP_LIMIT, evaluate, evaluate_env, evaluate_frames, play_frames,
+};
 pub use frame_off_policy::{FrameOffPolicyTrainer, train_off_policy_frames};
 pub use frame_on_policy::{FrameOnPolicyTrainer, train_on_policy_frames};
 pub use learner::{

@@ -3,6 +3,7 @@
 //! [`OffPolicyLearner`]s; nothing of this loop is repeated inside them.
 
 use crate::agent::{ActionBuf, stored_action_dim};
+use crate::books::{LoopBooks, Running, SavedBooks};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::{OffPolicyLearner, Progress, Update};
@@ -179,11 +180,8 @@ pub struct OffPolicyTrainer<'a, L: OffPolicyLearner, S: Sampler> {
     obs: Vec<f32>,
     resetting: Vec<bool>,
     row: Vec<f32>,
-    episodes: EpisodeTracker,
-    report: TrainReport,
+    books: LoopBooks<'a>,
     vector_steps: u64,
-    evals: EvalSchedule<'a>,
-    checkpoints: Checkpointer,
     reached_target: bool,
 }
 
@@ -249,24 +247,21 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             obs,
             resetting: vec![false; n],
             row: Vec::with_capacity(act_dim),
-            episodes: EpisodeTracker::new(n),
-            report: TrainReport::default(),
+            books: LoopBooks::new(n, evals, checkpoints),
             vector_steps: 0,
-            evals,
-            checkpoints,
             reached_target: false,
         })
     }
 
     /// Whether the budget is spent or an evaluation reached `config.target_return`.
     pub fn is_done(&self) -> bool {
-        self.reached_target || self.report.env_steps >= self.config.total_steps
+        self.reached_target || self.books.report.env_steps >= self.config.total_steps
     }
 
     /// The run so far: counters of this call, evaluations, the last update's metrics, the
     /// mean return of recent training episodes, wall seconds.
     pub fn report(&self) -> &TrainReport {
-        &self.report
+        &self.books.report
     }
 
     /// The learner being trained.
@@ -286,7 +281,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         let n = self.resetting.len();
         let (obs_dim, act_dim) = (self.obs_dim, self.act_dim);
         let config = &self.config;
-        if self.start.env_steps + self.report.env_steps < config.learning_starts {
+        if self.start.env_steps + self.books.report.env_steps < config.learning_starts {
             random_actions(&self.space, n, &mut self.rng, &mut self.actions);
         } else {
             let (learner, obs, actions) = (&mut *self.learner, &self.obs, &mut self.actions);
@@ -312,14 +307,14 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
                 truncated: step.truncated[i],
             };
             self.writer.push(i, &t, self.replay)?;
-            self.episodes.record(i, step.env_rewards()[i], done);
+            self.books.episodes.record(i, step.env_rewards()[i], done);
             self.resetting[i] = done;
         }
         self.obs.copy_from_slice(step.obs);
         let planned = self.start.env_steps + config.total_steps;
         let due = count_vector_step(
             self.learner,
-            &mut self.report,
+            &mut self.books.report,
             &mut self.vector_steps,
             (n, planned),
             (config, self.replay.len()),
@@ -327,15 +322,19 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         if due {
             self.update_round()?;
         }
-        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
-        self.reached_target |= after_vector_step(self.learner, &mut self.report, parts)?;
+        let parts = (
+            &mut self.books.checkpoints,
+            &self.books.episodes,
+            &mut self.books.evals,
+        );
+        self.reached_target |= after_vector_step(self.learner, &mut self.books.report, parts)?;
         Ok(())
     }
 
     /// `config.gradient_steps` updates (fewer if the sampler cannot draw a batch yet).
     fn update_round(&mut self) -> Result<()> {
         let config = &self.config;
-        let progress = (self.report.env_steps as f64 / config.total_steps as f64).min(1.0);
+        let progress = (self.books.report.env_steps as f64 / config.total_steps as f64).min(1.0);
         self.replay.sampler_mut().anneal(progress)?;
         for _ in 0..config.gradient_steps {
             match self.replay.sample(config.batch_size, &mut self.batch) {
@@ -343,7 +342,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
                 // Not yet enough to draw a batch (fewer transitions than a draw without
                 // replacement takes, priorities all zero): wait for more transitions.
                 Err(e) if waits_for_transitions(&e) => {
-                    self.report.sample_waits += 1;
+                    self.books.report.sample_waits += 1;
                     break;
                 }
                 Err(e) => return Err(e),
@@ -358,8 +357,8 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
                 self.replay
                     .update_priorities(&batch.indices, td_priorities(&update)?)?;
             }
-            self.report.last_metrics = update.metrics;
-            self.report.updates += 1;
+            self.books.report.last_metrics = update.metrics;
+            self.books.report.updates += 1;
         }
         Ok(())
     }
@@ -370,10 +369,13 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
     /// An error writing the checkpoint or evaluating.
     pub fn finish(mut self) -> Result<TrainReport> {
         let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
+        self.books
+            .checkpoints
             .finish(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.progress = *self.learner.progress();
-        self.evals.finish(self.learner, self.report, &self.episodes)
+        self.books.report.progress = *self.learner.progress();
+        self.books
+            .evals
+            .finish(self.learner, self.books.report, &self.books.episodes)
     }
 
     /// Writes the run's whole state into `dir` (created if needed, best inside
@@ -409,10 +411,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             .bools(&self.resetting)
             .u64(self.vector_steps)
             .bool(self.reached_target);
-        self.episodes.save_state(out);
-        self.report.save_state(out);
-        self.evals.save_state(out);
-        self.checkpoints.save_state(out);
+        self.books.save_state(out);
         self.writer.save_state(out);
     }
 
@@ -440,7 +439,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         let mut trainer = self.clone_own_state();
         {
             let mut src = StateReader::new(&words, TRAINER_STATE);
-            trainer.load_own_state(&mut src, &self.config)?;
+            trainer.load_own_state(&mut src, &self.config, &self.books)?;
             src.finish()?;
         }
         crate::training_state::load_learner_and_env(
@@ -463,12 +462,8 @@ struct OwnState {
     resetting: Vec<bool>,
     vector_steps: u64,
     reached_target: bool,
-    episodes: EpisodeTracker,
-    report: TrainReport,
-    /// The evaluation schedule's next point and wall seconds.
-    evals: (u64, f64),
-    /// The checkpoint schedule's next point and last write.
-    checkpoints: (u64, u64),
+    /// The loop's books as saved (none until read).
+    books: Option<SavedBooks>,
     writer: EpisodeWriter,
 }
 
@@ -481,10 +476,7 @@ impl<L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'_, L, S> {
             resetting: self.resetting.clone(),
             vector_steps: self.vector_steps,
             reached_target: self.reached_target,
-            episodes: self.episodes.clone(),
-            report: self.report.clone(),
-            evals: (0, 0.0),
-            checkpoints: (0, u64::MAX),
+            books: None,
             writer: self.writer.clone(),
         }
     }
@@ -495,6 +487,7 @@ impl OwnState {
         &mut self,
         src: &mut StateReader<'_>,
         config: &OffPolicyConfig,
+        books: &LoopBooks<'_>,
     ) -> Result<()> {
         let n = self.resetting.len();
         Error::check_len("sub-environments of the saved run", n, src.usize()?)?;
@@ -512,10 +505,7 @@ impl OwnState {
         self.resetting = src.bools(Some(n))?;
         self.vector_steps = src.u64()?;
         self.reached_target = src.bool()?;
-        self.episodes.load_state(src)?;
-        self.report.load_state(src)?;
-        self.evals = (src.u64()?, src.f64()?);
-        self.checkpoints = (src.u64()?, src.u64()?);
+        self.books = Some(books.read_state(src)?);
         self.writer.load_state(src)
     }
 
@@ -526,14 +516,10 @@ impl OwnState {
         t.resetting = self.resetting;
         t.vector_steps = self.vector_steps;
         t.reached_target = self.reached_target;
-        t.episodes = self.episodes;
-        t.report = self.report;
-        t.report.progress = *t.learner.progress();
         t.writer = self.writer;
-        t.evals.restore(self.evals.0, self.evals.1);
-        t.checkpoints
-            .restore(self.checkpoints.0, self.checkpoints.1);
-        t.report.wall_secs = t.evals.wall_secs();
+        if let Some(books) = self.books {
+            books.restore(&mut t.books, *t.learner.progress(), Running::Continue);
+        }
     }
 }
 

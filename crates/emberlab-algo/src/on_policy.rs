@@ -3,6 +3,7 @@
 //! Algorithms plug in as [`OnPolicyLearner`]s.
 
 use crate::agent::{ActionBuf, stored_action_dim};
+use crate::books::{LoopBooks, Running};
 use crate::checkpoint::{CheckpointConfig, Checkpointer};
 use crate::config::{Validate, check_positive};
 use crate::learner::{
@@ -371,13 +372,10 @@ pub struct OnPolicyTrainer<'a, L: OnPolicyLearner> {
     obs: Vec<f32>,
     resetting: Vec<bool>,
     row: Vec<f32>,
-    episodes: EpisodeTracker,
-    report: TrainReport,
+    books: LoopBooks<'a>,
     buf: RolloutBuffer,
     record: ActingRecord,
     batch: RolloutBatch,
-    evals: EvalSchedule<'a>,
-    checkpoints: Checkpointer,
     reached_target: bool,
 }
 
@@ -445,25 +443,22 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             obs,
             resetting: vec![false; n],
             row: Vec::with_capacity(act_dim),
-            episodes: EpisodeTracker::new(n),
-            report: TrainReport::default(),
+            books: LoopBooks::new(n, evals, checkpoints),
             buf: RolloutBuffer::default(),
             record: ActingRecord::default(),
             batch: RolloutBatch::default(),
-            evals,
-            checkpoints,
             reached_target: false,
         })
     }
 
     /// Whether the budget is spent or an evaluation reached `config.target_return`.
     pub fn is_done(&self) -> bool {
-        self.reached_target || self.report.env_steps >= self.config.total_steps
+        self.reached_target || self.books.report.env_steps >= self.config.total_steps
     }
 
     /// The run so far (see [`crate::OffPolicyTrainer::report`]).
     pub fn report(&self) -> &TrainReport {
-        &self.report
+        &self.books.report
     }
 
     /// The learner being trained.
@@ -503,7 +498,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
                 buf.push(i, acted, reward, (terminated, truncated), *resetting);
                 let done = terminated || truncated;
                 if !*resetting {
-                    self.episodes.record(i, step.env_rewards()[i], done);
+                    self.books.episodes.record(i, step.env_rewards()[i], done);
                 }
                 *resetting = done;
             }
@@ -511,7 +506,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         }
         buf.close(&self.obs);
         let shape = (&self.obs[..], n, obs_dim, act_dim);
-        let (batch, report) = (&mut self.batch, &mut self.report);
+        let (batch, report) = (&mut self.batch, &mut self.books.report);
         learn_from_rollout(
             &mut *self.learner,
             buf,
@@ -520,8 +515,12 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             report,
             self.config.total_steps,
         )?;
-        let parts = (&mut self.checkpoints, &self.episodes, &mut self.evals);
-        self.reached_target |= after_rollout(self.learner, &mut self.report, parts)?;
+        let parts = (
+            &mut self.books.checkpoints,
+            &self.books.episodes,
+            &mut self.books.evals,
+        );
+        self.reached_target |= after_rollout(self.learner, &mut self.books.report, parts)?;
         Ok(())
     }
 
@@ -531,10 +530,13 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
     /// An error writing the checkpoint or evaluating.
     pub fn finish(mut self) -> Result<TrainReport> {
         let Progress { env_steps, updates } = *self.learner.progress();
-        self.checkpoints
+        self.books
+            .checkpoints
             .finish(self.learner.checkpoint(), env_steps, updates)?;
-        self.report.progress = *self.learner.progress();
-        self.evals.finish(self.learner, self.report, &self.episodes)
+        self.books.report.progress = *self.learner.progress();
+        self.books
+            .evals
+            .finish(self.learner, self.books.report, &self.books.episodes)
     }
 
     /// Writes the run's whole state into `dir`: `learner/` (its [`crate::TrainingState`]),
@@ -558,10 +560,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             .f32s(&self.obs)
             .bools(&self.resetting)
             .bool(self.reached_target);
-        self.episodes.save_state(&mut out);
-        self.report.save_state(&mut out);
-        self.evals.save_state(&mut out);
-        self.checkpoints.save_state(&mut out);
+        self.books.save_state(&mut out);
         save_words(&dir.join("trainer.state"), TRAINER_STATE, out.words())
     }
 
@@ -580,12 +579,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
         let obs = src.f32s(Some(self.obs.len()))?;
         let resetting = src.bools(Some(n))?;
         let reached_target = src.bool()?;
-        let mut episodes = self.episodes.clone();
-        episodes.load_state(&mut src)?;
-        let mut report = self.report.clone();
-        report.load_state(&mut src)?;
-        let evals = (src.u64()?, src.f64()?);
-        let checkpoints = (src.u64()?, src.u64()?);
+        let books = self.books.read_state(&mut src)?;
         src.finish()?;
         let env_words = load_words(&dir.join("env.state"), "vector env")?;
         crate::training_state::load_learner_and_env(
@@ -595,11 +589,7 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
             dir,
         )?;
         (self.obs, self.resetting, self.reached_target) = (obs, resetting, reached_target);
-        (self.episodes, self.report) = (episodes, report);
-        self.report.progress = *self.learner.progress();
-        self.evals.restore(evals.0, evals.1);
-        self.checkpoints.restore(checkpoints.0, checkpoints.1);
-        self.report.wall_secs = self.evals.wall_secs();
+        books.restore(&mut self.books, *self.learner.progress(), Running::Continue);
         Ok(())
     }
 }

@@ -152,53 +152,41 @@ fn episode(
     Ok((ret, frames, taken))
 }
 
-/// Whole games of an Atari run (`emberlab_env::AtariEnv`, stacks of 4 as in training), the
-/// returns its scores (unclipped); the first game drawn as the agent sees it (84×84 gray)
-/// when `args.gif` asks.
+/// Whole games of an Atari run (`emberlab_env::AtariEnv`, stacks of 4 as in training,
+/// [`emberlab_algo::play_frames`]) and their scores (unclipped); the first game drawn as the
+/// agent sees it (84×84 gray) when `args.gif` asks.
 #[cfg(feature = "gym")]
 fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> {
-    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
-    let id = config.env.clone();
-    let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
-        Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
-    };
-    let mut env = FrameVecEnv::from_factory(&games, 1, super::train::ATARI_STACK)?;
+    use super::train::{ATARI_STACK, atari_games};
+    let games = atari_games(&config.env);
+    let mut env = emberlab_env::FrameVecEnv::from_factory(&games, 1, ATARI_STACK)?;
     let device = args.device.clone().unwrap_or_else(|| config.device.clone());
     let mut learner =
         config.build_pixel_learner(env.obs_shape(), env.actions(), &devices(&device)?)?;
     load_weights(learner.as_mut(), &args.run, args.best)?;
-    let agent = learner.agent();
     let [_, h, w] = env.frame_shape();
     let frame = h * w;
-    let mut actions = ActionBuf::Discrete(Vec::with_capacity(1));
-    let mut returns = Vec::with_capacity(args.episodes);
-    for i in 0..args.episodes {
-        let record = i == 0 && args.gif.is_some();
-        let mut frames = Vec::new();
-        env.reset(Some(args.seed + i as u64))?;
-        let mut ret = 0.0;
-        // A game of Atari ends within its frame budget (108,000 frames: 27,000 steps).
-        for _ in 0..100_000 {
-            if record {
-                let obs = env.obs();
-                let gray = &obs[obs.len() - frame..];
-                frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
-            }
-            agent.act_pixels(env.obs(), args.stochastic, &mut actions)?;
-            let action = actions.discrete_mut("ember eval")?[0];
-            let step = env.step(&[action])?;
-            ret += step.scores[0] as f64;
-            if step.game_over[0] {
-                break;
-            }
+    // The first game's newest frame of every stack, gray turned into RGB.
+    let mut frames = Vec::new();
+    let mut watch = |game: usize, stack: &[u8]| {
+        if game == 0 && args.gif.is_some() {
+            let gray = &stack[stack.len() - frame..];
+            frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
         }
-        returns.push(ret);
-        if let (true, Some(path)) = (record, &args.gif) {
-            crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
-                .with_context(|| format!("cannot render {}", path.display()))?;
-        }
+    };
+    let played = emberlab_algo::play_frames(
+        learner.agent(),
+        &mut env,
+        args.episodes,
+        args.seed,
+        args.stochastic,
+        &mut watch,
+    )?;
+    if let Some(path) = &args.gif {
+        crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
+            .with_context(|| format!("cannot render {}", path.display()))?;
     }
-    Ok(returns)
+    Ok(played.returns)
 }
 
 #[cfg(not(feature = "gym"))]

@@ -118,6 +118,17 @@ fn off(
 #[cfg(feature = "gym")]
 pub(crate) const ATARI_STACK: usize = 4;
 
+/// Games of the Atari id `id` through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`, each
+/// in a worker process of its own), as training and `ember eval` play them.
+#[cfg(feature = "gym")]
+pub(crate) fn atari_games(id: &str) -> impl emberlab_env::FrameEnvFactory + use<> {
+    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv};
+    let id = id.to_owned();
+    move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
+        Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
+    }
+}
+
 /// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
 /// games stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
 /// image on-policy loop for PPO and A2C.
@@ -127,12 +138,8 @@ fn atari(
     devices: &emberlab_algo::Devices,
     session: Session<'_>,
 ) -> Result<TrainReport> {
-    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv};
-    let id = config.env.clone();
-    let games = move || -> emberlab_core::Result<Box<dyn FrameEnv>> {
-        Ok(Box::new(AtariEnv::new(&id, &AtariConfig::default())?))
-    };
-    let mut env = FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
+    let games = atari_games(&config.env);
+    let mut env = emberlab_env::FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
     let mut learner = config.build_pixel_learner(env.obs_shape(), env.actions(), devices)?;
     match (learner.trainee(), &config.off_policy, &config.on_policy) {
         (Trainee::OffPolicy(mut l), Some(tc), _) => {
