@@ -26,7 +26,8 @@ pub struct A2cConfig {
     pub shared_trunk: bool,
     /// Learning rate.
     pub learning_rate: f64,
-    /// Optimizer (`rmsprop` as SB3, or `adam`).
+    /// Optimizer: `rmsprop` (PyTorch's, as SB3 by default), `rmsprop_tf_like` (SB3's
+    /// `RMSpropTFLike`, zoo's choice on Atari) or `adam`.
     pub optimizer: OptimizerKind,
     /// Discount γ in `[0, 1]`.
     pub gamma: f64,
@@ -151,13 +152,13 @@ impl A2cConfig {
                 },
                 8,
             )),
-            // zoo's `atari` entry (CnnPolicy on stacks of 4 frames, 16 envs). zoo swaps in
-            // `RMSpropTFLike` (ε inside the root); ours is PyTorch's RMSprop with zoo's
-            // ε = 1e-5. Evaluation every 250k steps on 5 games is ours.
+            // zoo's `atari` entry (CnnPolicy on stacks of 4 frames, 16 envs, SB3's
+            // `RMSpropTFLike` with ε = 1e-5). Evaluation every 250k steps on 5 games is ours.
             id if emberlab_env::is_atari_id(id) => Ok((
                 A2cConfig {
                     ent_coef: 0.01,
                     vf_coef: 0.25,
+                    optimizer: OptimizerKind::RmsPropTfLike,
                     ..A2cConfig::default()
                 },
                 OnPolicyConfig {

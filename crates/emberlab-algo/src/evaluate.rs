@@ -90,7 +90,8 @@ pub fn evaluate_env(
 
 /// Runs `episodes` deterministic games of `agent` on a fresh image environment from `env`,
 /// observed as stacks of `stack` frames ([`FrameVecEnv`]): [`play_frames`] with greedy
-/// actions.
+/// actions. A game still running after [`GAME_STEP_LIMIT`] steps is cut there and counted
+/// with the score it had (its length says so).
 ///
 /// # Errors
 /// Zero episodes, an observation length other than the agent's, or an error of the

@@ -437,11 +437,12 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
             replay.storage().capacity(),
         )?;
         let mut trainer = self.clone_own_state();
-        {
+        let books = {
             let mut src = StateReader::new(&words, TRAINER_STATE);
-            trainer.load_own_state(&mut src, &self.config, &self.books)?;
+            let books = trainer.load_own_state(&mut src, &self.config, &self.books)?;
             src.finish()?;
-        }
+            books
+        };
         crate::training_state::load_learner_and_env(
             self.learner.training_state(),
             &mut *self.env,
@@ -450,6 +451,7 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
         )?;
         *self.replay = replay;
         trainer.apply_to(self);
+        books.restore(&mut self.books, *self.learner.progress(), Running::Continue);
         Ok(())
     }
 }
@@ -462,8 +464,6 @@ struct OwnState {
     resetting: Vec<bool>,
     vector_steps: u64,
     reached_target: bool,
-    /// The loop's books as saved (none until read).
-    books: Option<SavedBooks>,
     writer: EpisodeWriter,
 }
 
@@ -476,19 +476,20 @@ impl<L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'_, L, S> {
             resetting: self.resetting.clone(),
             vector_steps: self.vector_steps,
             reached_target: self.reached_target,
-            books: None,
             writer: self.writer.clone(),
         }
     }
 }
 
 impl OwnState {
+    /// Reads the trainer's own words into `self` and returns the loop's books read
+    /// between them, for the caller to put in place once everything else is loaded.
     fn load_own_state(
         &mut self,
         src: &mut StateReader<'_>,
         config: &OffPolicyConfig,
         books: &LoopBooks<'_>,
-    ) -> Result<()> {
+    ) -> Result<SavedBooks> {
         let n = self.resetting.len();
         Error::check_len("sub-environments of the saved run", n, src.usize()?)?;
         let obs_dim = self.obs.len() / n.max(1);
@@ -505,8 +506,9 @@ impl OwnState {
         self.resetting = src.bools(Some(n))?;
         self.vector_steps = src.u64()?;
         self.reached_target = src.bool()?;
-        self.books = Some(books.read_state(src)?);
-        self.writer.load_state(src)
+        let books = books.read_state(src)?;
+        self.writer.load_state(src)?;
+        Ok(books)
     }
 
     fn apply_to<L: OffPolicyLearner, S: Sampler>(self, t: &mut OffPolicyTrainer<'_, L, S>) {
@@ -517,9 +519,6 @@ impl OwnState {
         t.vector_steps = self.vector_steps;
         t.reached_target = self.reached_target;
         t.writer = self.writer;
-        if let Some(books) = self.books {
-            books.restore(&mut t.books, *t.learner.progress(), Running::Continue);
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! over host memory instead of burn's ~13 tensor passes (each allocating a buffer). On
 //! libtorch and GPUs burn's `Adam` runs where the tensors are.
 
+use crate::rmsprop_tf::RmsPropTfLike;
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{
@@ -57,6 +58,10 @@ pub enum OptimizerKind {
     Adam,
     /// RMSprop as SB3's A2C uses it (α = 0.99, ε = 1e-5, no momentum).
     RmsProp,
+    /// RMSprop with TensorFlow's arithmetic, SB3's `RMSpropTFLike` as zoo's Atari A2C uses
+    /// it (α = 0.99, ε = 1e-5 inside the root, the average from one): [`RmsPropTfLike`].
+    #[serde(rename = "rmsprop_tf_like")]
+    RmsPropTfLike,
 }
 
 impl OptimizerKind {
@@ -77,6 +82,7 @@ impl OptimizerKind {
                 .with_epsilon(1e-5)
                 .with_momentum(0.0)
                 .init(),
+            OptimizerKind::RmsPropTfLike => ModuleOptimizer::from(RmsPropTfLike::default()),
         };
         if max_grad_norm > 0.0 {
             optim.with_grad_clipping(GradientClippingConfig::Norm(max_grad_norm as f32).init())
@@ -265,7 +271,7 @@ emberlab_kernels::multiversion! {
 }
 
 /// A float tensor's values as `f32` (converted when it has another float type).
-fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
+pub(crate) fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
     // One copy of a shared tensor on flex, not two (`emberlab_kernels::unshared`).
     let data = emberlab_kernels::unshared(t).into_data();
     if data.dtype() == DType::F32 {

@@ -168,25 +168,28 @@ fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> 
     let frame = h * w;
     // The first game's newest frame of every stack, gray turned into RGB.
     let mut frames = Vec::new();
-    let mut watch = |game: usize, stack: &[u8]| {
-        if game == 0 && args.gif.is_some() {
+    let mut watch = |_: usize, stack: &[u8]| {
+        if args.gif.is_some() {
             let gray = &stack[stack.len() - frame..];
             frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
         }
     };
-    let played = emberlab_algo::play_frames(
-        learner.agent(),
-        &mut env,
-        args.episodes,
-        args.seed,
-        args.stochastic,
-        &mut watch,
-    )?;
+    let agent = learner.agent();
+    let play = emberlab_algo::play_frames;
+    // The first game alone, so that its GIF is written (and its frames freed) before the
+    // others are played.
+    let mut returns = play(agent, &mut env, 1, args.seed, args.stochastic, &mut watch)?.returns;
     if let Some(path) = &args.gif {
         crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
             .with_context(|| format!("cannot render {}", path.display()))?;
     }
-    Ok(played.returns)
+    drop(frames);
+    if args.episodes > 1 {
+        let (n, seed) = (args.episodes - 1, args.seed.wrapping_add(1));
+        let rest = play(agent, &mut env, n, seed, args.stochastic, &mut |_, _| {})?;
+        returns.extend(rest.returns);
+    }
+    Ok(returns)
 }
 
 #[cfg(not(feature = "gym"))]
