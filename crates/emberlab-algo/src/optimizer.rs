@@ -5,6 +5,7 @@
 //! libtorch and GPUs burn's `Adam` runs where the tensors are.
 
 use crate::rmsprop_tf::RmsPropTfLike;
+use crate::tensors::f32_data;
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{
@@ -267,17 +268,6 @@ emberlab_kernels::multiversion! {
             (*m, *v) = k.moments(g, *m, *v);
             new.write(k.stepped(p, *m, *v));
         }
-    }
-}
-
-/// A float tensor's values as `f32` (converted when it has another float type).
-pub(crate) fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
-    // One copy of a shared tensor on flex, not two (`emberlab_kernels::unshared`).
-    let data = emberlab_kernels::unshared(t).into_data();
-    if data.dtype() == DType::F32 {
-        data
-    } else {
-        data.convert::<f32>()
     }
 }
 

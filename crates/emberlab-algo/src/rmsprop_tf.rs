@@ -81,7 +81,7 @@ impl Optimizer for RmsPropTfLike {
             "RMSprop state of another parameter shape"
         );
         let lr = lr as f32;
-        let grad = crate::optimizer::f32_data(grad);
+        let grad = crate::tensors::f32_data(grad);
         let grad = grad.as_slice::<f32>().expect("f32 gradient");
         if dtype == DType::F32 {
             let fill = |old: &[f32], new: &mut [MaybeUninit<f32>]| {
@@ -96,7 +96,7 @@ impl Optimizer for RmsPropTfLike {
             let stepped = unsafe { emberlab_kernels::remap(&tensor, fill) };
             return (stepped, Some(state));
         }
-        let mut param = crate::optimizer::f32_data(tensor);
+        let mut param = crate::tensors::f32_data(tensor);
         let values = param.as_mut_slice::<f32>().expect("f32 parameter");
         for ((p, &g), v) in values.iter_mut().zip(grad).zip(&mut state.square_avg) {
             *p = self.stepped(lr, *p, g, v);

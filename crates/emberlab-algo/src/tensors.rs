@@ -81,3 +81,15 @@ pub fn learner_devices(learn: &Device, seed: u64) -> (Device, Device, Seeded) {
     let learn = plain.clone().autodiff();
     (plain, learn, Seeded { _lock: lock })
 }
+
+/// A float tensor's values as `f32` (converted when it has another float type), for the
+/// optimizers' host passes.
+pub(crate) fn f32_data<const D: usize>(t: Tensor<D>) -> TensorData {
+    // One copy of a shared tensor on flex, not two (`emberlab_kernels::unshared`).
+    let data = emberlab_kernels::unshared(t).into_data();
+    if data.dtype() == burn::tensor::DType::F32 {
+        data
+    } else {
+        data.convert::<f32>()
+    }
+}
