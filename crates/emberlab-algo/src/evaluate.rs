@@ -224,3 +224,71 @@ pub(crate) fn check_eval_env(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use emberlab_env::{Catch, FrameEnv};
+
+    /// Keeps the paddle still and notes how it was asked to act.
+    struct Stay {
+        obs_dim: usize,
+        explored: Vec<bool>,
+    }
+
+    impl Agent for Stay {
+        fn obs_dim(&self) -> usize {
+            self.obs_dim
+        }
+
+        fn act(&mut self, _: &[f32], _: bool, _: &mut ActionBuf) -> Result<()> {
+            Err(Error::invalid("observations", "vectors", "images"))
+        }
+
+        fn act_pixels(&mut self, obs: &[u8], explore: bool, out: &mut ActionBuf) -> Result<()> {
+            Error::check_len("stack", self.obs_dim, obs.len())?;
+            self.explored.push(explore);
+            let actions = out.discrete_mut("test")?;
+            actions.clear();
+            actions.push(1);
+            Ok(())
+        }
+    }
+
+    fn catch() -> Result<Box<dyn FrameEnv>> {
+        Ok(Box::new(Catch::default()))
+    }
+
+    #[test]
+    fn play_frames_plays_whole_games_and_shows_every_stack_it_acts_on() {
+        let mut env = FrameVecEnv::new(vec![catch().unwrap()], 2).unwrap();
+        let obs_dim = env.obs_shape().iter().product();
+        let mut agent = Stay {
+            obs_dim,
+            explored: Vec::new(),
+        };
+        let mut seen = Vec::new();
+        let mut watch = |game: usize, stack: &[u8]| seen.push((game, stack.len()));
+        let played = play_frames(&mut agent, &mut env, 3, 7, true, &mut watch).unwrap();
+        // bsuite's Catch: the ball falls through 10 rows, 9 steps a game.
+        assert_eq!(played.lengths, vec![9, 9, 9]);
+        assert!(played.returns.iter().all(|r| r.abs() == 1.0));
+        assert_eq!(seen.len(), 27);
+        assert!(seen.iter().all(|&(_, len)| len == obs_dim));
+        let games: Vec<usize> = seen.iter().map(|&(g, _)| g).collect();
+        assert_eq!(&games[..9], &[0; 9]);
+        assert_eq!(&games[18..], &[2; 9]);
+        assert!(
+            agent.explored.iter().all(|&e| e),
+            "the explore flag reaches the agent"
+        );
+        // The same seeds, greedy: the same games.
+        let again = evaluate_frames(&mut agent, &catch, 2, 3, 7).unwrap();
+        assert_eq!(again, played);
+        assert!(!agent.explored[27..].iter().any(|&e| e));
+        // One game at a time, and at least one episode.
+        let mut two = FrameVecEnv::new(vec![catch().unwrap(), catch().unwrap()], 2).unwrap();
+        assert!(play_frames(&mut agent, &mut two, 1, 0, false, &mut |_, _| {}).is_err());
+        assert!(play_frames(&mut agent, &mut env, 0, 0, false, &mut |_, _| {}).is_err());
+    }
+}
