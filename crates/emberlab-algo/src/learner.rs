@@ -108,7 +108,7 @@ pub trait OffPolicyLearner: Agent {
 /// masks of 0 or 1, discounts in `[0, 1]` and finite non-negative weights.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] or [`Error::LengthMismatch`] naming the column and row.
+/// [`Error::InvalidArgument`] or [`Error::Shape`] naming the column and row.
 pub fn check_frame_batch(batch: &FrameBatch, obs_len: usize) -> Result<()> {
     let n = batch.len;
     if n == 0 {

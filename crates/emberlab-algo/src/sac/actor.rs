@@ -52,7 +52,7 @@ impl ActorStep<'_> {
     /// the batch; 1 for the whole batch). Both losses are checked.
     ///
     /// # Errors
-    /// [`Error::Diverged`] naming the loss that is not finite.
+    /// [`emberlab_core::Error::Diverged`] naming the loss that is not finite.
     pub fn grads(
         &self,
         (obs, eps): (Tensor<2>, Tensor<2>),
