@@ -1,7 +1,7 @@
 //! Evaluation: deterministic episodes on a fresh environment.
 
 use crate::agent::{ActionBuf, Agent};
-use emberlab_core::{Env, Error, Result};
+use emberlab_core::{Action, Env, Error, Result};
 use emberlab_env::{EnvFactory, FrameEnvFactory, FrameVecEnv};
 
 /// Returns of evaluation episodes.
@@ -11,9 +11,36 @@ pub struct EvalResult {
     pub returns: Vec<f64>,
     /// One length per episode.
     pub lengths: Vec<usize>,
+    /// Per episode: it was cut short (a time limit, a frame budget or [`GAME_STEP_LIMIT`])
+    /// rather than ended in a terminal state.
+    pub truncated: Vec<bool>,
 }
 
 impl EvalResult {
+    fn with_capacity(episodes: usize) -> Self {
+        EvalResult {
+            returns: Vec::with_capacity(episodes),
+            lengths: Vec::with_capacity(episodes),
+            truncated: Vec::with_capacity(episodes),
+        }
+    }
+
+    fn push(&mut self, ret: f64, len: usize, truncated: bool) {
+        self.returns.push(ret);
+        self.lengths.push(len);
+        self.truncated.push(truncated);
+    }
+
+    /// Mean episode length in steps (NaN for no episodes).
+    pub fn mean_length(&self) -> f64 {
+        self.lengths.iter().sum::<usize>() as f64 / self.lengths.len() as f64
+    }
+
+    /// Episodes cut short rather than ended (a greedy policy that stalls a game shows here).
+    pub fn truncated_count(&self) -> usize {
+        self.truncated.iter().filter(|&&t| t).count()
+    }
+
     /// Mean return.
     pub fn mean_return(&self) -> f64 {
         self.returns.iter().sum::<f64>() / self.returns.len().max(1) as f64
@@ -29,8 +56,8 @@ impl EvalResult {
 
 /// Runs `episodes` deterministic episodes on a fresh environment from `env` (a factory:
 /// `emberlab_env::factory("Pendulum-v1")?`, or a closure making the user's own environment);
-/// episode `i` is reset with seed `seed + i`. The environment must end its episodes
-/// (a time limit) for this to return.
+/// episode `i` is reset with seed `seed + i`. An episode that has not ended after
+/// [`GAME_STEP_LIMIT`] steps is cut there.
 ///
 /// # Errors
 /// Zero episodes, an observation width other than the agent's, or an error of the
@@ -47,8 +74,7 @@ pub fn evaluate(
     evaluate_env(agent, env.make()?.as_mut(), episodes, seed)
 }
 
-/// [`evaluate`] on an environment the caller made. The agent acts with denormals flushed,
-/// and a panic inside its `act` is returned as an error.
+/// [`evaluate`] on an environment the caller made: [`play_env`] with greedy actions.
 ///
 /// # Errors
 /// As [`evaluate`].
@@ -58,32 +84,59 @@ pub fn evaluate_env(
     episodes: usize,
     seed: u64,
 ) -> Result<EvalResult> {
+    play_env(agent, env, episodes, seed, false, &mut |_, _, _| {})
+}
+
+/// What [`play_env`] shows each observation to: `(episode, obs, action taken on it)`, and
+/// `(episode, last obs, None)` at each episode's end.
+pub type EpisodeWatcher<'a> = dyn FnMut(usize, &[f32], Option<Action<'_>>) + 'a;
+
+/// Plays `episodes` episodes of `agent` on `env`: episode `i` starts from a reset with seed
+/// `seed + i` and runs until it terminates, is truncated, or reaches [`GAME_STEP_LIMIT`]
+/// steps (then counted as cut short). `explore` asks the agent for its exploring actions.
+/// `watch(episode, obs, Some(action))` sees every observation with the action taken on it,
+/// and `watch(episode, last_obs, None)` the observation an episode ended on (`ember eval
+/// --gif` draws from them). The agent acts with denormals flushed, and a panic inside its
+/// `act` is returned as an error.
+///
+/// # Errors
+/// As [`evaluate`].
+pub fn play_env(
+    agent: &mut dyn Agent,
+    env: &mut dyn Env,
+    episodes: usize,
+    seed: u64,
+    explore: bool,
+    watch: &mut EpisodeWatcher<'_>,
+) -> Result<EvalResult> {
+    if episodes == 0 {
+        return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
+    }
     let mut actions = ActionBuf::for_space(env.action_space());
     let act_dim = env.action_space().flat_dim();
     let mut obs = vec![0.0; env.observation_space().flat_dim()];
     Error::check_len("agent observation width", obs.len(), agent.obs_dim())?;
-    let mut result = EvalResult {
-        returns: Vec::with_capacity(episodes),
-        lengths: Vec::with_capacity(episodes),
-    };
+    let mut result = EvalResult::with_capacity(episodes);
     for i in 0..episodes {
-        env.reset_into(Some(seed + i as u64), &mut obs)?;
-        let (mut ret, mut len) = (0.0, 0usize);
-        loop {
+        env.reset_into(Some(seed.wrapping_add(i as u64)), &mut obs)?;
+        let (mut ret, mut len, mut cut) = (0.0, 0usize, true);
+        while len < GAME_STEP_LIMIT {
             crate::guard::run_learner(
                 || "the agent's act during evaluation".into(),
-                || agent.act(&obs, false, &mut actions),
+                || agent.act(&obs, explore, &mut actions),
             )?;
             let action = actions.as_vec_actions().get(0, act_dim);
+            watch(i, &obs, Some(action));
             let info = env.step_into(action, &mut obs)?;
             ret += info.reward;
             len += 1;
             if info.terminated || info.truncated {
+                cut = !info.terminated;
                 break;
             }
         }
-        result.returns.push(ret);
-        result.lengths.push(len);
+        watch(i, &obs, None);
+        result.push(ret, len, cut);
     }
     Ok(result)
 }
@@ -110,8 +163,8 @@ pub fn evaluate_frames(
     play_frames(agent, &mut env, episodes, seed, false, &mut |_, _| {})
 }
 
-/// Steps after which [`play_frames`] cuts a game that has not ended (Atari's frame budget,
-/// 108,000 frames, ends a game within 27,000 steps).
+/// Steps after which [`play_env`] and [`play_frames`] cut an episode or game that has not
+/// ended (Atari's frame budget, 108,000 frames, ends a game within 27,000 steps).
 pub const GAME_STEP_LIMIT: usize = 100_000;
 
 /// Plays `episodes` whole games of `agent` on `env` (one game, its stacks as observations):
@@ -140,13 +193,10 @@ pub fn play_frames(
     let [c, h, w] = env.obs_shape();
     Error::check_len("agent observation length", c * h * w, agent.obs_dim())?;
     let mut actions = ActionBuf::Discrete(Vec::with_capacity(1));
-    let mut result = EvalResult {
-        returns: Vec::with_capacity(episodes),
-        lengths: Vec::with_capacity(episodes),
-    };
+    let mut result = EvalResult::with_capacity(episodes);
     for i in 0..episodes {
         env.reset(Some(seed.wrapping_add(i as u64)))?;
-        let (mut ret, mut len) = (0.0, 0usize);
+        let (mut ret, mut len, mut cut) = (0.0, 0usize, true);
         while len < GAME_STEP_LIMIT {
             watch(i, env.obs());
             crate::guard::run_learner(
@@ -161,11 +211,11 @@ pub fn play_frames(
             ret += step.scores[0] as f64;
             len += 1;
             if step.game_over[0] {
+                cut = !step.terminated[0];
                 break;
             }
         }
-        result.returns.push(ret);
-        result.lengths.push(len);
+        result.push(ret, len, cut);
     }
     Ok(result)
 }
@@ -255,6 +305,63 @@ mod tests {
         }
     }
 
+    /// Acts 0 (a discrete index, or a zero vector) on vector observations of `obs_dim`.
+    struct Zero {
+        obs_dim: usize,
+        act_dim: usize,
+    }
+
+    impl Agent for Zero {
+        fn obs_dim(&self) -> usize {
+            self.obs_dim
+        }
+
+        fn act(&mut self, obs: &[f32], _: bool, out: &mut ActionBuf) -> Result<()> {
+            Error::check_len("observation", self.obs_dim, obs.len())?;
+            match out {
+                ActionBuf::Discrete(a) => *a = vec![0],
+                ActionBuf::Continuous(a) => *a = vec![0.0; self.act_dim],
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn evaluations_tell_episodes_cut_short_from_ended_ones() {
+        // Pendulum never ends: every episode is cut at its 200-step limit.
+        let pendulum = emberlab_env::factory("Pendulum-v1").unwrap();
+        let mut agent = Zero {
+            obs_dim: 3,
+            act_dim: 1,
+        };
+        let r = evaluate(&mut agent, pendulum.as_ref(), 2, 0).unwrap();
+        assert_eq!((r.mean_length(), r.truncated_count()), (200.0, 2));
+        assert_eq!(r.truncated, vec![true, true]);
+        // CartPole pushed left falls over long before its limit.
+        let cartpole = emberlab_env::factory("CartPole-v1").unwrap();
+        let mut agent = Zero {
+            obs_dim: 4,
+            act_dim: 1,
+        };
+        let r = evaluate(&mut agent, cartpole.as_ref(), 3, 0).unwrap();
+        assert_eq!(r.truncated_count(), 0);
+        assert!(r.mean_length() < 20.0, "{r:?}");
+        // The watcher sees each observation with its action, then the one it ended on.
+        let mut seen = Vec::new();
+        let mut env = cartpole.make().unwrap();
+        let mut watch = |i: usize, obs: &[f32], a: Option<Action<'_>>| {
+            assert_eq!(obs.len(), 4);
+            seen.push((i, a.map(|a| matches!(a, Action::Discrete(0)))));
+        };
+        let again = play_env(&mut agent, env.as_mut(), 3, 0, true, &mut watch).unwrap();
+        assert_eq!(again, r);
+        assert_eq!(seen.len(), r.lengths.iter().sum::<usize>() + 3);
+        let ends: Vec<usize> = seen.iter().filter(|s| s.1.is_none()).map(|s| s.0).collect();
+        assert_eq!(ends, vec![0, 1, 2]);
+        assert!(seen.iter().all(|s| s.1 != Some(false)));
+        assert!(play_env(&mut agent, env.as_mut(), 0, 0, false, &mut |_, _, _| {}).is_err());
+    }
+
     fn catch() -> Result<Box<dyn FrameEnv>> {
         Ok(Box::new(Catch::default()))
     }
@@ -272,6 +379,7 @@ mod tests {
         let played = play_frames(&mut agent, &mut env, 3, 7, true, &mut watch).unwrap();
         // bsuite's Catch: the ball falls through 10 rows, 9 steps a game.
         assert_eq!(played.lengths, vec![9, 9, 9]);
+        assert_eq!((played.mean_length(), played.truncated_count()), (9.0, 0));
         assert!(played.returns.iter().all(|r| r.abs() == 1.0));
         assert_eq!(seen.len(), 27);
         assert!(seen.iter().all(|&(_, len)| len == obs_dim));

@@ -16,7 +16,17 @@ pub struct EvalPoint {
     pub std_return: f64,
     /// Number of episodes.
     pub episodes: usize,
+    /// Mean episode length in steps (NaN when read from a state saved before lengths were
+    /// kept).
+    pub mean_length: f64,
+    /// Episodes cut short rather than ended ([`crate::EvalResult::truncated`]); `None` when
+    /// read from a state saved before it was kept.
+    pub truncated: Option<usize>,
 }
+
+/// Set in the saved count of evaluations when each carries its mean length and truncated
+/// count (states written before these were kept lack it and are read without them).
+const EVALS_WITH_LENGTHS: u64 = 1 << 62;
 
 /// The outcome of one training call (counts are of this call; the learner's totals over
 /// every call are in `progress`).
@@ -53,12 +63,14 @@ impl TrainReport {
             .u64(self.episodes)
             .f64(self.recent_train_return)
             .u64(self.sample_waits)
-            .usize(self.evals.len());
+            .u64(self.evals.len() as u64 | EVALS_WITH_LENGTHS);
         for e in &self.evals {
             out.u64(e.env_steps)
                 .f64(e.mean_return)
                 .f64(e.std_return)
-                .usize(e.episodes);
+                .usize(e.episodes)
+                .f64(e.mean_length)
+                .u64(e.truncated.map_or(u64::MAX, |t| t as u64));
         }
         out.usize(self.last_metrics.0.len());
         for &(name, value) in &self.last_metrics.0 {
@@ -73,15 +85,25 @@ impl TrainReport {
         self.episodes = src.u64()?;
         self.recent_train_return = src.f64()?;
         self.sample_waits = src.u64()?;
-        let n = src.usize()?;
-        self.evals = (0..n.min(1 << 20))
+        let word = src.u64()?;
+        let with_lengths = word & EVALS_WITH_LENGTHS != 0;
+        let n = (word & !EVALS_WITH_LENGTHS).min(1 << 20);
+        self.evals = (0..n)
             .map(|_| {
-                Ok(EvalPoint {
+                let mut e = EvalPoint {
                     env_steps: src.u64()?,
                     mean_return: src.f64()?,
                     std_return: src.f64()?,
                     episodes: src.usize()?,
-                })
+                    mean_length: f64::NAN,
+                    truncated: None,
+                };
+                if with_lengths {
+                    e.mean_length = src.f64()?;
+                    let t = src.u64()?;
+                    e.truncated = (t != u64::MAX).then_some(t as usize);
+                }
+                Ok(e)
             })
             .collect::<Result<_>>()?;
         let n = src.usize()?;
@@ -343,6 +365,8 @@ impl<'a> EvalSchedule<'a> {
             mean_return: result.mean_return(),
             std_return: result.std_return(),
             episodes: result.returns.len(),
+            mean_length: result.mean_length(),
+            truncated: Some(result.truncated_count()),
         });
         Ok(())
     }
@@ -391,4 +415,61 @@ pub(crate) fn after_steps<L: crate::agent::Agent>(
     let reached = evals.maybe(learner, report)?;
     report.wall_secs = evals.wall_secs();
     Ok(reached)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(evals: Vec<EvalPoint>) -> TrainReport {
+        TrainReport {
+            env_steps: 300,
+            updates: 7,
+            evals,
+            last_metrics: Metrics(vec![("loss", 0.5)]),
+            ..TrainReport::default()
+        }
+    }
+
+    fn point(env_steps: u64, truncated: Option<usize>) -> EvalPoint {
+        EvalPoint {
+            env_steps,
+            mean_return: -3.5,
+            std_return: 1.0,
+            episodes: 4,
+            mean_length: 812.25,
+            truncated,
+        }
+    }
+
+    #[test]
+    fn evaluations_keep_their_lengths_through_a_state() {
+        let saved = report(vec![point(100, Some(1)), point(200, None)]);
+        let mut out = StateWriter::new();
+        saved.save_state(&mut out);
+        let mut back = TrainReport::default();
+        let words = out.into_words();
+        let mut src = StateReader::new(&words, "report");
+        back.load_state(&mut src).unwrap();
+        src.finish().unwrap();
+        assert_eq!(back, saved);
+    }
+
+    #[test]
+    fn states_saved_before_lengths_were_kept_still_load() {
+        // The words an earlier version wrote: a plain count, four words per evaluation.
+        let mut out = StateWriter::new();
+        out.u64(300).u64(7).u64(0).f64(0.0).u64(0).usize(1);
+        out.u64(100).f64(-3.5).f64(1.0).usize(4);
+        out.usize(1).str("loss").f64(0.5);
+        let words = out.into_words();
+        let mut back = TrainReport::default();
+        let mut src = StateReader::new(&words, "report");
+        back.load_state(&mut src).unwrap();
+        src.finish().unwrap();
+        let e = &back.evals[0];
+        assert_eq!((e.env_steps, e.mean_return, e.episodes), (100, -3.5, 4));
+        assert!(e.mean_length.is_nan() && e.truncated.is_none());
+        assert_eq!(back.last_metrics, Metrics(vec![("loss", 0.5)]));
+    }
 }

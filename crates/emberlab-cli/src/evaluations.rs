@@ -1,6 +1,7 @@
 //! A run's evaluation log, `evaluations.csv`: one row per evaluation (mean and sample
-//! standard deviation of the returns of its episodes), with the same append and resume rules
-//! as [`MetricsLog`](crate::metrics::MetricsLog).
+//! standard deviation of the returns of its episodes, their mean length and how many were cut
+//! short), with the same append and resume rules as [`MetricsLog`](crate::metrics::MetricsLog).
+//! Logs written before the last two columns existed are given them (empty) on resume.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,17 @@ use crate::line_file::{
 pub const EVALUATIONS_CSV: &str = "evaluations.csv";
 
 /// The columns of `evaluations.csv`, in order.
-pub const EVALUATION_COLUMNS: [&str; 4] = ["env_steps", "mean_return", "std_return", "episodes"];
+pub const EVALUATION_COLUMNS: [&str; 6] = [
+    "env_steps",
+    "mean_return",
+    "std_return",
+    "episodes",
+    "mean_length",
+    "truncated",
+];
+
+/// The columns of logs written before lengths were kept; [`EvalLog::resume`] extends them.
+const EARLIER_COLUMNS: usize = 4;
 
 /// One evaluation: the returns of `episodes` evaluation episodes run at `env_steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -28,6 +39,11 @@ pub struct EvalRow {
     pub std_return: f64,
     /// Number of evaluation episodes.
     pub episodes: u64,
+    /// Mean episode length in steps (NaN, an empty field, when unknown).
+    pub mean_length: f64,
+    /// Episodes cut short (a time limit or frame budget) rather than ended; `None`, an
+    /// empty field, when unknown.
+    pub truncated: Option<u64>,
 }
 
 /// Writer of `evaluations.csv` in a run folder; each row is one unbuffered write of a
@@ -57,15 +73,17 @@ impl EvalLog {
     /// Reopens the evaluation log of an interrupted run, after dropping every row whose
     /// `env_steps` is above `upto_env_steps` and a torn last line (rewritten through a
     /// temporary file and a rename), so a resumed run writes the same file as an
-    /// uninterrupted one.
+    /// uninterrupted one. A log with the earlier four columns gets the new ones, empty.
     ///
     /// # Errors
-    /// When the file is missing or unreadable, its header is not [`EVALUATION_COLUMNS`], or
-    /// a complete line does not parse (file and line number are named).
+    /// When the file is missing or unreadable, its header is neither [`EVALUATION_COLUMNS`]
+    /// nor their first four, or a complete line does not parse (file and line number are
+    /// named).
     pub fn resume(dir: &Path, upto_env_steps: u64) -> Result<Self> {
         let path = dir.join(EVALUATIONS_CSV);
         let header = read_header(&path)?;
-        if header != EVALUATION_COLUMNS {
+        let earlier = header == EVALUATION_COLUMNS[..EARLIER_COLUMNS];
+        if header != EVALUATION_COLUMNS && !earlier {
             bail!(
                 "{} has header `{}`; expected `{}`",
                 path.display(),
@@ -73,9 +91,14 @@ impl EvalLog {
                 EVALUATION_COLUMNS.join(",")
             );
         }
-        rewrite_lines(&path, true, |line_no, line| {
+        let added = ",".repeat(EVALUATION_COLUMNS.len() - header.len());
+        rewrite_lines(&path, |line_no, line| {
+            if line_no == 1 {
+                return Ok(Some(EVALUATION_COLUMNS.join(",")));
+            }
             let steps = line.split(',').next().unwrap_or_default();
-            Ok(parse_u64(steps, &path, line_no, "env_steps")? <= upto_env_steps)
+            let keep = parse_u64(steps, &path, line_no, "env_steps")? <= upto_env_steps;
+            Ok(keep.then(|| format!("{line}{added}")))
         })?;
         let csv = LineFile::open_append(&path)?;
         Ok(Self { path, csv })
@@ -87,11 +110,13 @@ impl EvalLog {
     /// On an I/O error.
     pub fn append(&mut self, row: &EvalRow) -> Result<()> {
         self.csv.append(&format!(
-            "{},{},{},{}",
+            "{},{},{},{},{},{}",
             row.env_steps,
             csv_f64(row.mean_return),
             csv_f64(row.std_return),
-            row.episodes
+            row.episodes,
+            csv_f64(row.mean_length),
+            row.truncated.map(|t| t.to_string()).unwrap_or_default()
         ))
     }
 
@@ -141,6 +166,8 @@ mod tests {
             mean_return: env_steps as f64 * 0.5,
             std_return: 1.25,
             episodes: 10,
+            mean_length: 200.5,
+            truncated: Some(3),
         }
     }
 
@@ -154,8 +181,9 @@ mod tests {
         let text = std::fs::read_to_string(log.path()).unwrap();
         assert_eq!(
             text,
-            "env_steps,mean_return,std_return,episodes\n1000,500.0,1.25,10\n\
-             2000,1000.0,1.25,10\n3000,1500.0,1.25,10\n"
+            "env_steps,mean_return,std_return,episodes,mean_length,truncated\n\
+             1000,500.0,1.25,10,200.5,3\n2000,1000.0,1.25,10,200.5,3\n\
+             3000,1500.0,1.25,10,200.5,3\n"
         );
         assert_eq!(
             read_evaluations_csv(log.path()).unwrap(),
@@ -184,6 +212,35 @@ mod tests {
     }
 
     #[test]
+    fn a_log_of_four_columns_gets_the_new_ones_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(EVALUATIONS_CSV);
+        std::fs::write(
+            &path,
+            "env_steps,mean_return,std_return,episodes\n500,-20.0,0.0,5\n1000,-0.2,1.4,5\n",
+        )
+        .unwrap();
+        let mut log = EvalLog::resume(dir.path(), 999).unwrap();
+        log.append(&eval(1000)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "env_steps,mean_return,std_return,episodes,mean_length,truncated\n\
+             500,-20.0,0.0,5,,\n1000,500.0,1.25,10,200.5,3\n"
+        );
+        assert_eq!(
+            read_evaluations_csv(&path).unwrap(),
+            vec![(500, -20.0), (1000, 500.0)]
+        );
+        // Any other header is still refused, by name.
+        std::fs::write(&path, "env_steps,mean\n1,2\n").unwrap();
+        let e = EvalLog::resume(dir.path(), 10).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("header `env_steps,mean`"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
     fn nan_is_empty_and_skipped_by_reader() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = EvalLog::create(dir.path()).unwrap();
@@ -192,13 +249,15 @@ mod tests {
             mean_return: f64::NAN,
             std_return: f64::NAN,
             episodes: 0,
+            mean_length: f64::NAN,
+            truncated: None,
         })
         .unwrap();
         log.append(&eval(6)).unwrap();
         assert!(
             std::fs::read_to_string(log.path())
                 .unwrap()
-                .contains("\n5,,,0\n")
+                .contains("\n5,,,0,,\n")
         );
         assert_eq!(read_evaluations_csv(log.path()).unwrap(), vec![(6, 3.0)]);
         let e = EvalLog::resume(&dir.path().join("missing"), 0).unwrap_err();

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 /// An open file that only ever gets whole lines appended, each with one `write_all` (no
 /// user-space buffer), so a killed process leaves complete lines (at worst a torn last line,
-/// which [`rewrite_lines`] drops).
+/// which [`keep_lines`] drops).
 #[derive(Debug)]
 pub(crate) struct LineFile {
     path: PathBuf,
@@ -77,22 +77,21 @@ pub(crate) fn read_complete_lines(path: &Path) -> Result<Vec<String>> {
     Ok(complete.split('\n').map(str::to_owned).collect())
 }
 
-/// Rewrites `path` keeping its first line (the header, when `header` is true) and the
-/// complete lines for which `keep(line_number, line)` returns true (line numbers from 1). The
-/// new content goes to a temporary file beside it, is synced, and replaces `path` by rename.
+/// Rewrites `path` line by line: `map(line_number, line)` gives each complete line's
+/// replacement, or `None` to drop it (line numbers from 1, the header included). The new
+/// content goes to a temporary file beside it, is synced, and replaces `path` by rename.
 ///
 /// # Errors
-/// When the file cannot be read or replaced, or `keep` fails.
+/// When the file cannot be read or replaced, or `map` fails.
 pub(crate) fn rewrite_lines(
     path: &Path,
-    header: bool,
-    mut keep: impl FnMut(usize, &str) -> Result<bool>,
+    mut map: impl FnMut(usize, &str) -> Result<Option<String>>,
 ) -> Result<()> {
     let lines = read_complete_lines(path)?;
     let mut out = String::new();
     for (i, line) in lines.iter().enumerate() {
-        if (header && i == 0) || keep(i + 1, line)? {
-            out.push_str(line);
+        if let Some(new) = map(i + 1, line)? {
+            out.push_str(&new);
             out.push('\n');
         }
     }
@@ -108,6 +107,21 @@ pub(crate) fn rewrite_lines(
     }
     std::fs::rename(&tmp, path)
         .with_context(|| format!("cannot replace {} by {}", path.display(), tmp.display()))
+}
+
+/// [`rewrite_lines`] keeping the header (the first line, when `header` is true) and the
+/// lines for which `keep(line_number, line)` returns true.
+///
+/// # Errors
+/// As [`rewrite_lines`].
+pub(crate) fn keep_lines(
+    path: &Path,
+    header: bool,
+    mut keep: impl FnMut(usize, &str) -> Result<bool>,
+) -> Result<()> {
+    rewrite_lines(path, |no, line| {
+        Ok(((header && no == 1) || keep(no, line)?).then(|| line.to_owned()))
+    })
 }
 
 /// A finite float in its shortest round-trip form (`0.1`, `1.0`, `1e-7`); `None` for NaN
@@ -194,7 +208,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.csv");
         std::fs::write(&p, "h\n1\n2\n3\n4").unwrap();
-        rewrite_lines(&p, true, |_, l| Ok(l != "2")).unwrap();
+        keep_lines(&p, true, |_, l| Ok(l != "2")).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n3\n");
         assert!(!dir.path().join("x.csv.tmp").exists());
     }

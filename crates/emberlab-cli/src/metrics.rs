@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::line_file::{
-    LineFile, column, csv_f64, json_f64, parse_opt_f64, parse_u64, read_complete_lines,
-    read_header, rewrite_lines,
+    LineFile, column, csv_f64, json_f64, keep_lines, parse_opt_f64, parse_u64, read_complete_lines,
+    read_header,
 };
 
 /// File name of the CSV metrics log inside a run folder.
@@ -135,7 +135,7 @@ impl MetricsLog {
         }
         let extra: Vec<String> = header[METRICS_COLUMNS.len()..].to_vec();
         let width = header.len();
-        rewrite_lines(&csv_path, true, |line_no, line| {
+        keep_lines(&csv_path, true, |line_no, line| {
             let fields: Vec<&str> = line.split(',').collect();
             if fields.len() != width {
                 bail!(
@@ -153,7 +153,7 @@ impl MetricsLog {
                 csv_path.display()
             );
         }
-        rewrite_lines(&jsonl_path, false, |line_no, line| {
+        keep_lines(&jsonl_path, false, |line_no, line| {
             let value: serde_json::Value = serde_json::from_str(line)
                 .with_context(|| format!("{} line {line_no} is not JSON", jsonl_path.display()))?;
             match value.get("env_steps").and_then(serde_json::Value::as_u64) {

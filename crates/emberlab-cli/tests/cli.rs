@@ -788,8 +788,12 @@ fn atari_ppo_trains_from_the_command() {
     );
     let evals = std::fs::read_to_string(cwd.join("pong/evaluations.csv")).unwrap();
     let last = evals.lines().last().unwrap();
-    let score: f64 = last.split(',').nth(1).unwrap().parse().unwrap();
+    let fields: Vec<&str> = last.split(',').collect();
+    let score: f64 = fields[1].parse().unwrap();
     assert!((-21.0..0.0).contains(&score), "{evals}");
+    // Lost games are whole games of at least 21 serves, none cut at the frame budget.
+    let length: f64 = fields[4].parse().unwrap();
+    assert!(length > 21.0 * 20.0 && fields[5] == "0", "{evals}");
     // `ember eval` plays a whole game with the run's weights and draws it.
     let out = run(&["eval", "pong", "--episodes", "1", "--gif", "pong.gif"]);
     assert!(

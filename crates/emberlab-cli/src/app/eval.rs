@@ -1,8 +1,8 @@
 //! `ember eval`: a run's final (or best) policy on fresh episodes, and GIFs of them.
 
 use anyhow::{Context, Result, bail};
-use emberlab_algo::{ActionBuf, Agent};
-use emberlab_core::Env;
+use emberlab_algo::{ActionBuf, Agent, EvalResult};
+use emberlab_core::Action;
 use emberlab_run::{devices, load_config, load_weights, obs_normalizer};
 use std::path::{Path, PathBuf};
 
@@ -25,8 +25,8 @@ pub struct EvalArgs {
     pub gif: Option<PathBuf>,
 }
 
-/// The returns of the episodes.
-pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
+/// The returns, lengths and cuts of the episodes.
+pub fn eval(args: &EvalArgs) -> Result<EvalResult> {
     if args.episodes == 0 {
         bail!("invalid --episodes: got 0, expected >= 1");
     }
@@ -57,29 +57,82 @@ pub fn eval(args: &EvalArgs) -> Result<Vec<f64>> {
     )?;
     let from = load_weights(learner.as_mut(), &args.run, args.best)?;
     let normalizer = obs_normalizer(&config, &from, env.observation_space().flat_dim())?;
-    let agent = learner.agent();
-    let mut returns = Vec::with_capacity(args.episodes);
-    for i in 0..args.episodes {
-        let record = i == 0 && args.gif.is_some();
-        let (ret, frames, taken) = episode(
-            agent,
-            env.as_mut(),
-            normalizer.as_ref(),
-            args.seed + i as u64,
+    let mut agent = Normalized {
+        agent: learner.agent(),
+        normalizer: normalizer.as_ref(),
+        seen: Vec::new(),
+    };
+    // The first episode's observations (the environment's own) and continuous actions.
+    let (mut frames, mut taken) = (Vec::new(), Vec::new());
+    let mut watch = |_: usize, obs: &[f32], action: Option<Action<'_>>| {
+        frames.push(obs.to_vec());
+        if let Some(Action::Continuous(a)) = action {
+            taken.push(a.to_vec());
+        }
+    };
+    let env = env.as_mut();
+    let play = emberlab_algo::play_env;
+    let mut played = if args.gif.is_some() {
+        play(&mut agent, env, 1, args.seed, args.stochastic, &mut watch)?
+    } else {
+        play(
+            &mut agent,
+            env,
+            1,
+            args.seed,
             args.stochastic,
-            record,
-        )?;
-        returns.push(ret);
-        if let (true, Some(path)) = (record, &args.gif) {
-            if mujoco {
-                gif_of_mujoco(&config.env, args.seed, &taken, &frames, path)?;
-            } else {
-                crate::render::render_gif(&config.env, &frames, path, 30)
-                    .with_context(|| format!("cannot render {}", path.display()))?;
-            }
+            &mut |_, _, _| {},
+        )?
+    };
+    if let Some(path) = &args.gif {
+        if mujoco {
+            gif_of_mujoco(&config.env, args.seed, &taken, &frames, path)?;
+        } else {
+            crate::render::render_gif(&config.env, &frames, path, 30)
+                .with_context(|| format!("cannot render {}", path.display()))?;
         }
     }
-    Ok(returns)
+    if args.episodes > 1 {
+        let (n, seed) = (args.episodes - 1, args.seed.wrapping_add(1));
+        let rest = play(&mut agent, env, n, seed, args.stochastic, &mut |_, _, _| {})?;
+        append(&mut played, rest);
+    }
+    Ok(played)
+}
+
+/// `more` episodes after those of `played`.
+fn append(played: &mut EvalResult, more: EvalResult) {
+    played.returns.extend(more.returns);
+    played.lengths.extend(more.lengths);
+    played.truncated.extend(more.truncated);
+}
+
+/// An agent that sees observations through a run's normalizer, when it has one.
+struct Normalized<'a> {
+    agent: &'a mut dyn Agent,
+    normalizer: Option<&'a emberlab_env::ObsNormalizer>,
+    seen: Vec<f32>,
+}
+
+impl Agent for Normalized<'_> {
+    fn obs_dim(&self) -> usize {
+        self.agent.obs_dim()
+    }
+
+    fn act(
+        &mut self,
+        obs: &[f32],
+        explore: bool,
+        out: &mut ActionBuf,
+    ) -> emberlab_core::Result<()> {
+        let Some(n) = self.normalizer else {
+            return self.agent.act(obs, explore, out);
+        };
+        self.seen.clear();
+        self.seen.extend_from_slice(obs);
+        n.normalize(&mut self.seen);
+        self.agent.act(&self.seen, explore, out)
+    }
 }
 
 /// A GIF of a MuJoCo episode: its actions replayed from `seed` and drawn offscreen.
@@ -102,61 +155,11 @@ fn gif_of_mujoco(_: &str, _: u64, _: &[Vec<f32>], _: &[Vec<f32>], _: &Path) -> R
     unreachable!("MuJoCo tasks exist only with the mujoco feature")
 }
 
-/// An episode's return, and if recorded, its observations and continuous actions.
-type Episode = (f64, Vec<Vec<f32>>, Vec<Vec<f32>>);
-
-/// One episode to its end (at most 100,000 steps); its return and, if `record`, every
-/// observation and every continuous action taken. The agent sees observations through
-/// `normalizer` if given; frames are the environment's own.
-fn episode(
-    agent: &mut dyn Agent,
-    env: &mut dyn Env,
-    normalizer: Option<&emberlab_env::ObsNormalizer>,
-    seed: u64,
-    stochastic: bool,
-    record: bool,
-) -> Result<Episode> {
-    let mut obs = env.reset(Some(seed))?;
-    let mut frames = Vec::new();
-    let mut taken = Vec::new();
-    let mut actions = ActionBuf::for_space(env.action_space());
-    let mut ret = 0.0;
-    for _ in 0..100_000 {
-        if record {
-            frames.push(obs.clone());
-        }
-        let mut seen = obs.clone();
-        if let Some(n) = normalizer {
-            n.normalize(&mut seen);
-        }
-        agent.act(&seen, stochastic, &mut actions)?;
-        let action = match &actions {
-            ActionBuf::Discrete(a) => emberlab_core::Action::Discrete(a[0]),
-            ActionBuf::Continuous(a) => {
-                if record {
-                    taken.push(a.clone());
-                }
-                emberlab_core::Action::Continuous(a)
-            }
-        };
-        let step = env.step(action)?;
-        ret += step.reward;
-        obs = step.obs;
-        if step.terminated || step.truncated {
-            if record {
-                frames.push(obs);
-            }
-            return Ok((ret, frames, taken));
-        }
-    }
-    Ok((ret, frames, taken))
-}
-
 /// Whole games of an Atari run (`emberlab_env::AtariEnv`, stacks of 4 as in training,
 /// [`emberlab_algo::play_frames`]) and their scores (unclipped); the first game drawn as the
 /// agent sees it (84×84 gray) when `args.gif` asks.
 #[cfg(feature = "gym")]
-fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> {
+fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult> {
     use super::train::{ATARI_STACK, atari_games};
     let games = atari_games(&config.env);
     let mut env = emberlab_env::FrameVecEnv::from_factory(&games, 1, ATARI_STACK)?;
@@ -169,16 +172,25 @@ fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> 
     // The first game's newest frame of every stack, gray turned into RGB.
     let mut frames = Vec::new();
     let mut watch = |_: usize, stack: &[u8]| {
-        if args.gif.is_some() {
-            let gray = &stack[stack.len() - frame..];
-            frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
-        }
+        let gray = &stack[stack.len() - frame..];
+        frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
     };
     let agent = learner.agent();
     let play = emberlab_algo::play_frames;
     // The first game alone, so that its GIF is written (and its frames freed) before the
     // others are played.
-    let mut returns = play(agent, &mut env, 1, args.seed, args.stochastic, &mut watch)?.returns;
+    let mut played = if args.gif.is_some() {
+        play(agent, &mut env, 1, args.seed, args.stochastic, &mut watch)?
+    } else {
+        play(
+            agent,
+            &mut env,
+            1,
+            args.seed,
+            args.stochastic,
+            &mut |_, _| {},
+        )?
+    };
     if let Some(path) = &args.gif {
         crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
             .with_context(|| format!("cannot render {}", path.display()))?;
@@ -187,13 +199,13 @@ fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> 
     if args.episodes > 1 {
         let (n, seed) = (args.episodes - 1, args.seed.wrapping_add(1));
         let rest = play(agent, &mut env, n, seed, args.stochastic, &mut |_, _| {})?;
-        returns.extend(rest.returns);
+        append(&mut played, rest);
     }
-    Ok(returns)
+    Ok(played)
 }
 
 #[cfg(not(feature = "gym"))]
-fn atari(_: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<Vec<f64>> {
+fn atari(_: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult> {
     bail!(
         "{} runs in Python workers, which need the `gym` feature: rebuild ember with \
          `--features gym`",

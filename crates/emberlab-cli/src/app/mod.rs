@@ -262,12 +262,15 @@ fn run(cli: Cli, raw: &[String]) -> Result<()> {
                 seed: args.seed,
                 gif: args.gif,
             };
-            let returns = eval::eval(&args)?;
-            let (m, s) = crate::stats::mean_std(&returns);
+            let played = eval::eval(&args)?;
+            let (m, s) = crate::stats::mean_std(&played.returns);
             println!(
-                "{}: mean return {m:.2} ± {s:.2} over {} episodes ({}{})",
+                "{}: mean return {m:.2} ± {s:.2} over {} episodes of {:.1} steps on average, \
+                 {} cut short ({}{})",
                 args.run.display(),
-                returns.len(),
+                played.returns.len(),
+                played.mean_length(),
+                played.truncated_count(),
                 if args.best {
                     "best weights"
                 } else {

@@ -392,6 +392,8 @@ fn log_eval(
         mean_return: e.mean_return,
         std_return: e.std_return,
         episodes: e.episodes as u64,
+        mean_length: e.mean_length,
+        truncated: e.truncated.map(|t| t as u64),
     })?;
     tb.scalars(
         e.env_steps,
