@@ -5,7 +5,7 @@
 //! first steps at about `lr · g` where PyTorch's take `lr · g / |g| · 10`.
 
 use burn::optim::{LearningRate, Optimizer, RecordState, StateSink, StateSource};
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use std::mem::MaybeUninit;
 
 /// RMSprop with TensorFlow's arithmetic (module docs), no momentum, not centred, no
@@ -72,7 +72,6 @@ impl Optimizer for RmsPropTfLike {
         grad: Tensor<D>,
         state: Option<RmsPropTfState>,
     ) -> (Tensor<D>, Option<RmsPropTfState>) {
-        let (device, dtype) = (tensor.device(), tensor.dtype());
         let n = tensor.shape().num_elements();
         let mut state = state.unwrap_or_else(|| RmsPropTfState::new(n));
         assert_eq!(
@@ -81,27 +80,21 @@ impl Optimizer for RmsPropTfLike {
             "RMSprop state of another parameter shape"
         );
         let lr = lr as f32;
-        let grad = crate::tensors::f32_data(grad);
-        let grad = grad.as_slice::<f32>().expect("f32 gradient");
-        if dtype == DType::F32 {
-            let fill = |old: &[f32], new: &mut [MaybeUninit<f32>]| {
-                let avg = state.square_avg.iter_mut();
-                for (((&p, &g), v), new) in old.iter().zip(grad).zip(avg).zip(new) {
-                    new.write(self.stepped(lr, p, g, v));
-                }
-            };
-            // SAFETY: `old`, `grad`, the average and `new` all have `n` values (checked
-            // above; `remap` gives `new` the parameter's length), so every element of
-            // `new` is written.
-            let stepped = unsafe { emberlab_kernels::remap(&tensor, fill) };
-            return (stepped, Some(state));
-        }
-        let mut param = crate::tensors::f32_data(tensor);
-        let values = param.as_mut_slice::<f32>().expect("f32 parameter");
-        for ((p, &g), v) in values.iter_mut().zip(grad).zip(&mut state.square_avg) {
-            *p = self.stepped(lr, *p, g, v);
-        }
-        let stepped = Tensor::from_data(param.convert_dtype(dtype), &device);
+        let into = |old: &[f32], grad: &[f32], avg: &mut Vec<f32>, new: &mut [MaybeUninit<f32>]| {
+            for (((&p, &g), v), new) in old.iter().zip(grad).zip(avg).zip(new) {
+                new.write(self.stepped(lr, p, g, v));
+            }
+        };
+        let in_place = |values: &mut [f32], grad: &[f32], avg: &mut Vec<f32>| {
+            for ((p, &g), v) in values.iter_mut().zip(grad).zip(avg) {
+                *p = self.stepped(lr, *p, g, v);
+            }
+        };
+        let avg = &mut state.square_avg;
+        // SAFETY: `old`, `grad`, the average and `new` all have the parameter's `n` values
+        // (the average checked above, the others by `host_step`), so the zip writes every
+        // element of `new`.
+        let stepped = unsafe { crate::optimizer::host_step(tensor, grad, avg, into, in_place) };
         (stepped, Some(state))
     }
 

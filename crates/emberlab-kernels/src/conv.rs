@@ -168,44 +168,37 @@ mod flex {
         out
     }
 
-    /// `dst = src` for a kernel row: a few values, copied inline for the common widths
-    /// rather than through a `memmove` call each.
+    /// `op(dst[j], src[j])` along a kernel row: a few values, done inline for the common
+    /// widths rather than through a loop of unknown length (or a `memmove` call for a copy:
+    /// 20% of a forward under `perf`); the loops of constant length compile to a few vector
+    /// instructions.
     #[inline(always)]
-    fn copy_run(dst: &mut [f32], src: &[f32]) {
-        // The loop of constant length compiles to a few vector moves; `copy_from_slice`
-        // here stayed a `memmove` call (20% of a forward under `perf`).
+    fn run(dst: &mut [f32], src: &[f32], op: impl Fn(&mut f32, f32) + Copy) {
         #[inline(always)]
-        #[allow(clippy::manual_memcpy)]
-        fn fixed<const K: usize>(dst: &mut [f32], src: &[f32]) {
+        fn fixed<const K: usize>(dst: &mut [f32], src: &[f32], op: impl Fn(&mut f32, f32)) {
             let (d, s) = (&mut dst[..K], &src[..K]);
             for j in 0..K {
-                d[j] = s[j];
+                op(&mut d[j], s[j]);
             }
         }
         match dst.len() {
-            3 => fixed::<3>(dst, src),
-            4 => fixed::<4>(dst, src),
-            8 => fixed::<8>(dst, src),
-            _ => dst.copy_from_slice(src),
+            3 => fixed::<3>(dst, src, op),
+            4 => fixed::<4>(dst, src, op),
+            8 => fixed::<8>(dst, src, op),
+            _ => dst.iter_mut().zip(src).for_each(|(d, &s)| op(d, s)),
         }
     }
 
-    /// `dst += src` for a kernel row, inline for the common widths as [`copy_run`].
+    /// `dst = src` for a kernel row ([`run`]).
+    #[inline(always)]
+    fn copy_run(dst: &mut [f32], src: &[f32]) {
+        run(dst, src, |d, s| *d = s);
+    }
+
+    /// `dst += src` for a kernel row ([`run`]).
     #[inline(always)]
     fn add_run(dst: &mut [f32], src: &[f32]) {
-        #[inline(always)]
-        fn fixed<const K: usize>(dst: &mut [f32], src: &[f32]) {
-            let (d, s) = (&mut dst[..K], &src[..K]);
-            for j in 0..K {
-                d[j] += s[j];
-            }
-        }
-        match dst.len() {
-            3 => fixed::<3>(dst, src),
-            4 => fixed::<4>(dst, src),
-            8 => fixed::<8>(dst, src),
-            _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d += s),
-        }
+        run(dst, src, |d, s| *d += s);
     }
 
     /// col2im without padding, [`unpadded_im2col`]'s reverse: each kernel row of `dcols`
