@@ -130,15 +130,24 @@ pub struct OnnxOutput {
 }
 
 /// A learner whose greedy policy leaves Ember as an ONNX model ([`emberlab_nn::OnnxGraph`]):
-/// input `obs`, float32 `[batch, obs_dim]`; output `action`, float32 `[batch, act_dim]`
-/// (a `Box` action space) or int64 `[batch]` (a `Discrete` one). DQN adds `q_values`.
+/// input `obs`, float32 `[batch, obs_dim]` (a learner on images: uint8 frame stacks
+/// `[batch, c, h, w]`, [`OnnxPolicy::onnx_images`]); output `action`, float32
+/// `[batch, act_dim]` (a `Box` action space) or int64 `[batch]` (a `Discrete` one). DQN adds
+/// `q_values`.
 pub trait OnnxPolicy: Agent {
-    /// Appends the deterministic policy ([`Agent::act`] without exploration, to float
-    /// tolerance) applied to the observations `obs` to `g`; returns the outputs.
+    /// Appends the deterministic policy ([`Agent::act`] or [`Agent::act_pixels`] without
+    /// exploration, to float tolerance) applied to the observations `obs` to `g`; returns
+    /// the outputs.
     ///
     /// # Errors
     /// Non-finite weights.
     fn onnx_outputs(&self, g: &mut emberlab_nn::OnnxGraph, obs: &str) -> Result<Vec<OnnxOutput>>;
+
+    /// `[c, h, w]` of the uint8 frame stacks a learner on images reads; `None` (the
+    /// default) for float32 vectors of [`Agent::obs_dim`].
+    fn onnx_images(&self) -> Option<[usize; 3]> {
+        None
+    }
 
     /// The encoded model: input `obs`, then [`OnnxPolicy::onnx_outputs`].
     ///
@@ -150,7 +159,7 @@ pub trait OnnxPolicy: Agent {
 
     /// The encoded model with `prelude` between the input `obs` and the policy (e.g. a
     /// run's observation statistics): `prelude` appends its nodes and returns the value the
-    /// policy reads.
+    /// policy reads (for images, uint8 stacks as the input).
     ///
     /// # Errors
     /// What `prelude` returns, or non-finite weights.
@@ -159,7 +168,10 @@ pub trait OnnxPolicy: Agent {
         prelude: &mut dyn FnMut(&mut emberlab_nn::OnnxGraph, &str) -> Result<String>,
     ) -> Result<Vec<u8>> {
         let mut g = emberlab_nn::OnnxGraph::new("ember_policy");
-        let obs = g.input("obs", self.obs_dim());
+        let obs = match self.onnx_images() {
+            Some(shape) => g.input_images("obs", shape),
+            None => g.input("obs", self.obs_dim()),
+        };
         let x = prelude(&mut g, &obs)?;
         for o in self.onnx_outputs(&mut g, &x)? {
             g.output(&o.value, o.name, o.width);

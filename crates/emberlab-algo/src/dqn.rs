@@ -563,19 +563,21 @@ impl Dqn {
 }
 
 impl crate::agent::OnnxPolicy for Dqn {
+    fn onnx_images(&self) -> Option<[usize; 3]> {
+        self.pixels
+    }
+
     /// `q_values = Q(obs)` and the greedy `action = argmax q_values`.
     fn onnx_outputs(
         &self,
         g: &mut emberlab_nn::OnnxGraph,
         obs: &str,
     ) -> Result<Vec<crate::agent::OnnxOutput>> {
-        if self.pixels.is_some() {
-            return Err(Error::Unavailable {
-                what: "ONNX export of a DQN on images".into(),
-                hint: "convolutions are not exported yet; export a DQN on vectors".into(),
-            });
-        }
-        let q = self.q.net.to_onnx(g, obs, "q")?;
+        let rows = match self.pixels {
+            Some(_) => emberlab_nn::image_rows_onnx(g, self.q.encoder.as_ref(), obs)?,
+            None => obs.to_string(),
+        };
+        let q = self.q.net.to_onnx(g, &rows, "q")?;
         let action = g.argmax(&q);
         Ok(vec![
             crate::agent::OnnxOutput {

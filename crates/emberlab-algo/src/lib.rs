@@ -79,6 +79,7 @@ pub mod faults;
 mod frame_off_policy;
 mod frame_on_policy;
 mod guard;
+mod host_step;
 mod learner;
 mod off_policy;
 mod on_policy;

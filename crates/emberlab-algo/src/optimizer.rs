@@ -5,14 +5,13 @@
 //! libtorch and GPUs burn's `Adam` runs where the tensors are.
 
 use crate::rmsprop_tf::RmsPropTfLike;
-use crate::tensors::f32_data;
 use burn::module::Module;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{
     AdamConfig, GradientsParams, LearningRate, ModuleOptimizer, Optimizer, RecordState,
     RmsPropConfig, StateSink, StateSource,
 };
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use std::mem::MaybeUninit;
 
@@ -211,44 +210,6 @@ impl HostAdam {
     }
 }
 
-/// One step of a parameter on the host, the part every host optimizer shares: `grad` is read
-/// as `f32`; an `f32` parameter is read once and written once, by `into(old, grad, new)`
-/// through [`emberlab_kernels::remap`], so other handles (the learner's module, kept until
-/// the update commits) keep the old values; a parameter of another dtype is converted,
-/// stepped in place by `in_place(values, grad, state)` and converted back. Both update the
-/// optimizer's `state` of the parameter.
-///
-/// # Panics
-/// If the gradient's length is not the parameter's.
-///
-/// # Safety
-/// `into` must write every element of `new` (which has the parameter's length, as `old` and
-/// `grad` have).
-pub(crate) unsafe fn host_step<const D: usize, S>(
-    tensor: Tensor<D>,
-    grad: Tensor<D>,
-    state: &mut S,
-    mut into: impl FnMut(&[f32], &[f32], &mut S, &mut [MaybeUninit<f32>]),
-    in_place: impl FnOnce(&mut [f32], &[f32], &mut S),
-) -> Tensor<D> {
-    let (device, dtype) = (tensor.device(), tensor.dtype());
-    let n = tensor.shape().num_elements();
-    let grad = f32_data(grad);
-    let grad = grad.as_slice::<f32>().expect("f32 gradient");
-    assert_eq!(grad.len(), n, "gradient of another parameter shape");
-    if dtype == DType::F32 {
-        // SAFETY: the caller's `into` writes every element of `new`.
-        return unsafe { emberlab_kernels::remap(&tensor, |old, new| into(old, grad, state, new)) };
-    }
-    let mut param = f32_data(tensor);
-    in_place(
-        param.as_mut_slice::<f32>().expect("f32 parameter"),
-        grad,
-        state,
-    );
-    Tensor::from_data(param.convert_dtype(dtype), &device)
-}
-
 /// One Adam step's coefficients: β₁, β₂, the bias-corrected step factor and ε, the
 /// learning rate, and whether it is the first step (burn starts the moments from the
 /// gradient alone then).
@@ -334,7 +295,8 @@ impl Optimizer for HostAdam {
             |values: &mut [f32], grad: &[f32], state: &mut _| self.update(lr, values, grad, state);
         // SAFETY: `update_into` writes every element of `new` (it checks that the lengths
         // agree and zips over all of them).
-        let stepped = unsafe { host_step(tensor, grad, &mut state, into, in_place) };
+        let stepped =
+            unsafe { crate::host_step::host_step(tensor, grad, &mut state, into, in_place) };
         (stepped, Some(state))
     }
 

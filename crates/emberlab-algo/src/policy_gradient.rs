@@ -793,6 +793,10 @@ fn shuffle(order: &mut [usize], rng: &mut EmberRng) {
 }
 
 impl crate::agent::OnnxPolicy for PolicyGradient {
+    fn onnx_images(&self) -> Option<[usize; 3]> {
+        self.pixels
+    }
+
     /// The most likely action of a categorical head; the mean of a Gaussian or gSDE head
     /// clipped to the action box; `scale · tanh(μ) + bias` of a tanh head. Observation
     /// statistics, when the run normalised observations, are the caller's to put first.
@@ -802,7 +806,11 @@ impl crate::agent::OnnxPolicy for PolicyGradient {
         obs: &str,
     ) -> Result<Vec<crate::agent::OnnxOutput>> {
         let net = self.acting.module();
-        let greedy = net.greedy_onnx(g, obs)?;
+        let rows = match self.pixels {
+            Some(_) => emberlab_nn::image_rows_onnx(g, net.encoder.as_ref(), obs)?,
+            None => obs.to_string(),
+        };
+        let greedy = net.greedy_onnx(g, &rows)?;
         let (value, width) = match &self.action_box {
             None => (greedy, None),
             Some(b) => (g.clamp_columns(&greedy, b.low(), b.high())?, Some(b.dim())),

@@ -94,7 +94,7 @@ impl Optimizer for RmsPropTfLike {
         // SAFETY: `old`, `grad`, the average and `new` all have the parameter's `n` values
         // (the average checked above, the others by `host_step`), so the zip writes every
         // element of `new`.
-        let stepped = unsafe { crate::optimizer::host_step(tensor, grad, avg, into, in_place) };
+        let stepped = unsafe { crate::host_step::host_step(tensor, grad, avg, into, in_place) };
         (stepped, Some(state))
     }
 

@@ -747,7 +747,8 @@ fn atari_runner<'a>(cwd: &'a Path, args: &[&str]) -> Option<impl Fn(&[&str]) -> 
 /// Atari preset: the Nature CNN shared by both heads, rollouts of bytes, the image
 /// on-policy loop), here 2 games for 2 rollouts of 64 steps: metrics, an evaluation of a
 /// whole game and the run's state are written, `ember eval` plays a game with the weights
-/// and draws it as a GIF, and a damaged state is refused on resume.
+/// and draws it as a GIF, `ember export` writes a policy that onnxruntime runs on frame
+/// stacks as Ember does, and a damaged state is refused on resume.
 /// Needs `EMBER_PY_PYTHON` as the DQN test does.
 #[test]
 fn atari_ppo_trains_from_the_command() {
@@ -815,6 +816,29 @@ fn atari_ppo_trains_from_the_command() {
         "{} bytes",
         gif.len()
     );
+    // `ember export` writes the policy with its Nature CNN, reading uint8 stacks; in
+    // onnxruntime it acts as the run's policy loaded here does.
+    let out = run(&["export", "pong", "--onnx", "pong.onnx"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shape = [4, 84, 84];
+    let mut policy = ok(
+        emberlab_run::RunPolicy::load_frames(&cwd.join("pong"), false, shape, 6)
+            .map_err(anyhow::Error::from),
+    );
+    let stacks = common::frame_stacks(50, shape.iter().product());
+    let emberlab_algo::ActionBuf::Discrete(ours) = policy.act_frames(&stacks).unwrap() else {
+        panic!("Pong's actions are discrete")
+    };
+    let ours: Vec<f32> = ours.iter().map(|&a| a as f32).collect();
+    let python = common::onnx_python();
+    let model = cwd.join("pong.onnx");
+    let check = (&ours[..], "discrete");
+    let (_, wrong) = common::onnx_frames_check(&python, &model, &stacks, shape, check);
+    assert_eq!(wrong, 0.0, "{wrong} of 50 greedy actions differ");
     let state = cwd.join("pong/checkpoint/trainer.state");
     let full = std::fs::read(&state).unwrap();
     std::fs::write(&state, &full[..full.len() - 9]).unwrap();

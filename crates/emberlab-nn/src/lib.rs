@@ -49,6 +49,7 @@ mod mlp;
 pub mod noise;
 pub mod onnx;
 mod pixels;
+mod pixels_onnx;
 mod target;
 mod temperature;
 mod value;
@@ -66,6 +67,7 @@ pub use pixels::{
     ImpalaCnn, ImpalaCnnConfig, ImpalaStage, NatureCnn, NatureCnnConfig, PixelEncoder,
     PixelEncoderKind, ResidualBlock, pixels_to_unit,
 };
+pub use pixels_onnx::image_rows_onnx;
 pub use target::{hard_target, polyak_update};
 pub use temperature::Temperature;
 pub use value::{ContinuousQ, DiscreteQ, ValueNet};

@@ -3,8 +3,10 @@
 //! [`Mlp`] and of the policies' deterministic actions.
 //!
 //! Models are ONNX IR version 8 with the default operator set 17 (`Gemm`, `Relu`, `Tanh`,
-//! `LayerNormalization`, `Slice`, `Clip`, `Sub`, `Mul`, `Add`, `Max`, `Min`, `ArgMax`), readable by onnxruntime
-//! 1.13 and later. Inputs are `[batch, width]` float32 with a symbolic `batch`.
+//! `LayerNormalization`, `Slice`, `Clip`, `Sub`, `Mul`, `Add`, `Max`, `Min`, `ArgMax`, and
+//! for image encoders `Cast`, `Div`, `Conv`, `MaxPool`, `Flatten`), readable by onnxruntime
+//! 1.13 and later. Inputs are `[batch, width]` float32, or uint8 frames `[batch, c, h, w]`
+//! ([`OnnxGraph::input_images`]), with a symbolic `batch`.
 //!
 //! ```
 //! use burn::tensor::Device;
@@ -195,6 +197,8 @@ use proto::*;
 pub const FLOAT: i32 = 1;
 /// ONNX `DataType` of int64 tensors.
 pub const INT64: i32 = 7;
+/// ONNX `TensorProto.DataType` of uint8.
+pub const UINT8: i32 = 2;
 /// The IR version Ember writes.
 pub const IR_VERSION: i64 = 8;
 /// The default operator-set version Ember writes.
@@ -227,10 +231,28 @@ fn attr_float(name: &str, f: f32) -> AttributeProto {
     }
 }
 
+fn attr_ints(name: &str, ints: &[usize]) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        ints: ints.iter().map(|&i| i as i64).collect(),
+        r#type: 7,
+        ..Default::default()
+    }
+}
+
+/// `[batch, width]` of `elem_type`, or `[batch]` when `width` is `None`.
 fn value_info(name: &str, elem_type: i32, width: Option<usize>) -> ValueInfoProto {
-    let dim = |d: Option<usize>, param: &str| Dimension {
+    match width {
+        Some(w) => tensor_info(name, elem_type, &[None, Some(w)]),
+        None => tensor_info(name, elem_type, &[None]),
+    }
+}
+
+/// A tensor of `elem_type` and `dims`, `None` standing for the symbolic `batch`.
+fn tensor_info(name: &str, elem_type: i32, dims: &[Option<usize>]) -> ValueInfoProto {
+    let dim = |d: &Option<usize>| Dimension {
         dim_value: d.map(|d| d as i64),
-        dim_param: d.is_none().then(|| param.to_string()),
+        dim_param: d.is_none().then(|| "batch".to_string()),
     };
     ValueInfoProto {
         name: name.into(),
@@ -238,10 +260,7 @@ fn value_info(name: &str, elem_type: i32, width: Option<usize>) -> ValueInfoProt
             tensor_type: Some(TensorTypeProto {
                 elem_type,
                 shape: Some(TensorShapeProto {
-                    dim: match width {
-                        Some(w) => vec![dim(None, "batch"), dim(Some(w), "")],
-                        None => vec![dim(None, "batch")],
-                    },
+                    dim: dims.iter().map(dim).collect(),
                 }),
             }),
         }),
@@ -269,6 +288,110 @@ impl OnnxGraph {
     pub fn input(&mut self, name: &str, width: usize) -> String {
         self.graph.input.push(value_info(name, FLOAT, Some(width)));
         name.to_string()
+    }
+
+    /// Declares a uint8 input `[batch, c, h, w]` (stacked frames, as
+    /// `emberlab_env::FrameVecEnv` gives them); returns its name.
+    pub fn input_images(&mut self, name: &str, [c, h, w]: [usize; 3]) -> String {
+        let dims = [None, Some(c), Some(h), Some(w)];
+        self.graph.input.push(tensor_info(name, UINT8, &dims));
+        name.to_string()
+    }
+
+    /// uint8 images `x` as float32 `x / 255` ([`crate::pixels_to_unit`]).
+    ///
+    /// # Errors
+    /// None in practice (the divisor is finite).
+    pub fn images_to_unit(&mut self, x: &str) -> Result<String> {
+        let floats = self.op("Cast", &[x], vec![attr_int("to", FLOAT as i64)]);
+        let d = self.constant("pixel_scale", &[], &[255.0])?;
+        Ok(self.op("Div", &[&floats, &d], vec![]))
+    }
+
+    /// `Conv` of `[batch, c, h, w]` `x` with `weight` `[out, c / groups, kh, kw]` (values
+    /// row-major), an optional `bias` of `out` values, `strides`, `pads` (top, left, bottom,
+    /// right), `dilations` and `groups`; returns its name.
+    ///
+    /// # Errors
+    /// Weights or biases of the wrong length, or not finite.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv(
+        &mut self,
+        x: &str,
+        prefix: &str,
+        (weight, dims): (&[f32], [usize; 4]),
+        bias: Option<&[f32]>,
+        strides: [usize; 2],
+        pads: [usize; 4],
+        dilations: [usize; 2],
+        groups: usize,
+    ) -> Result<String> {
+        let w = self.constant(&format!("{prefix}_w"), &dims, weight)?;
+        let mut inputs = vec![x.to_string(), w];
+        if let Some(b) = bias {
+            inputs.push(self.constant(&format!("{prefix}_b"), &[dims[0]], b)?);
+        }
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let attributes = vec![
+            attr_ints("kernel_shape", &dims[2..]),
+            attr_ints("strides", &strides),
+            attr_ints("pads", &pads),
+            attr_ints("dilations", &dilations),
+            attr_int("group", groups as i64),
+        ];
+        Ok(self.op("Conv", &inputs, attributes))
+    }
+
+    /// `MaxPool` of `[batch, c, h, w]` `x` over `kernel` windows with `strides`, `pads`
+    /// (top, left, bottom, right; padded values never win) and `dilations`, rounding the
+    /// output size up when `ceil`; returns its name.
+    pub fn max_pool(
+        &mut self,
+        x: &str,
+        kernel: [usize; 2],
+        strides: [usize; 2],
+        pads: [usize; 4],
+        dilations: [usize; 2],
+        ceil: bool,
+    ) -> String {
+        let attributes = vec![
+            attr_ints("kernel_shape", &kernel),
+            attr_ints("strides", &strides),
+            attr_ints("pads", &pads),
+            attr_ints("dilations", &dilations),
+            attr_int("ceil_mode", ceil as i64),
+        ];
+        self.op("MaxPool", &[x], attributes)
+    }
+
+    /// `[batch, …]` `x` flattened to `[batch, rest]`, row-major.
+    pub fn flatten(&mut self, x: &str) -> String {
+        self.op("Flatten", &[x], vec![attr_int("axis", 1)])
+    }
+
+    /// `x · weight + bias` for `[batch, d_in]` `x` and `weight` `[d_in, d_out]` (row-major;
+    /// `bias` of `d_out`, zeros when `None`), as one `Gemm`; returns its name.
+    ///
+    /// # Errors
+    /// Weights or biases of the wrong length, or not finite.
+    pub fn gemm(
+        &mut self,
+        x: &str,
+        prefix: &str,
+        (weight, [d_in, d_out]): (&[f32], [usize; 2]),
+        bias: Option<&[f32]>,
+    ) -> Result<String> {
+        let w = self.constant(&format!("{prefix}_w"), &[d_in, d_out], weight)?;
+        let zeros;
+        let bias = match bias {
+            Some(b) => b,
+            None => {
+                zeros = vec![0.0; d_out];
+                &zeros
+            }
+        };
+        let b = self.constant(&format!("{prefix}_b"), &[d_out], bias)?;
+        Ok(self.op("Gemm", &[x, &w, &b], vec![]))
     }
 
     /// Names `value` as the graph output `name` (float32 `[batch, width]`, or int64
@@ -441,7 +564,25 @@ impl OnnxGraph {
     }
 }
 
-fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+/// A burn `Linear` (weight `[d_in, d_out]`) applied to `[batch, d_in]` `x`, as a `Gemm`.
+pub(crate) fn linear_onnx(
+    g: &mut OnnxGraph,
+    layer: &burn::nn::Linear,
+    x: &str,
+    prefix: &str,
+) -> Result<String> {
+    let dims = layer.weight.dims();
+    let bias = layer.bias.as_ref().map(|b| values(b.val()));
+    g.gemm(
+        x,
+        prefix,
+        (&values(layer.weight.val()), dims),
+        bias.as_deref(),
+    )
+}
+
+/// A tensor's values as `f32`, row-major.
+pub(crate) fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
     let data = t.into_data();
     match data.as_slice::<f32>() {
         Ok(s) => s.to_vec(),
@@ -459,18 +600,8 @@ impl Mlp {
         let last = self.layers.len() - 1;
         let mut x = x.to_string();
         for (i, layer) in self.layers.iter().enumerate() {
-            let [d_in, d_out] = layer.weight.shape().dims::<2>();
-            let w = g.constant(
-                &format!("{prefix}_w{i}"),
-                &[d_in, d_out],
-                &values(layer.weight.val()),
-            )?;
-            let b = match &layer.bias {
-                Some(b) => values(b.val()),
-                None => vec![0.0; d_out],
-            };
-            let b = g.constant(&format!("{prefix}_b{i}"), &[d_out], &b)?;
-            x = g.op("Gemm", &[&x, &w, &b], vec![]);
+            x = linear_onnx(g, layer, &x, &format!("{prefix}{i}"))?;
+            let d_out = layer.weight.dims()[1];
             if i == last {
                 break;
             }
@@ -522,19 +653,15 @@ impl GaussianTanhPolicy {
 }
 
 impl crate::ActorCriticNet {
-    /// Appends the greedy policy applied to `x`: the most likely action (int64 `[batch]`) of
-    /// a categorical head, the mean of a Gaussian or gSDE head (unclipped: the caller clips
-    /// it to the action box), `scale · tanh(μ) + bias` of a tanh head; returns its name.
+    /// Appends the greedy policy applied to the rows `x` (`[batch, width]`, what
+    /// [`crate::ActorCriticNet::forward`] reads: for images, [`crate::image_rows_onnx`] of
+    /// them): the most likely action (int64 `[batch]`) of a categorical head, the mean of a
+    /// Gaussian or gSDE head (unclipped: the caller clips it to the action box),
+    /// `scale · tanh(μ) + bias` of a tanh head; returns its name.
     ///
     /// # Errors
-    /// Non-finite weights; a network with an image encoder (not exported yet).
+    /// Non-finite weights.
     pub fn greedy_onnx(&self, g: &mut OnnxGraph, x: &str) -> Result<String> {
-        if self.encoder.is_some() {
-            return Err(Error::Unavailable {
-                what: "ONNX export of a policy with an image encoder".into(),
-                hint: "export a policy of vector observations".into(),
-            });
-        }
         let features = match &self.trunk {
             Some(t) => {
                 let out = t.to_onnx(g, x, "trunk")?;

@@ -19,6 +19,7 @@ pub struct RunPolicy {
     obs_dim: usize,
     action_space: Space,
     normalizer: Option<ObsNormalizer>,
+    images: Option<[usize; 3]>,
 }
 
 impl RunPolicy {
@@ -45,7 +46,36 @@ impl RunPolicy {
             obs_dim,
             action_space: env.action_space().clone(),
             normalizer,
+            images: None,
         })
+    }
+
+    /// The policy of a run on images (`ember train` on an Atari id): stacks of
+    /// `obs = [c, h, w]` frames (the environment's `FrameVecEnv::obs_shape`) and `actions`
+    /// discrete actions, as the run's games give them; its last checkpoint, or its best
+    /// evaluation's weights (`best`).
+    ///
+    /// # Errors
+    /// A folder without a config or weights, an algorithm without images, or weights of
+    /// another architecture (another game's number of actions among them).
+    pub fn load_frames(run: &Path, best: bool, obs: [usize; 3], actions: usize) -> Result<Self> {
+        let config = load_config(run)?;
+        let mut learner = config.build_pixel_learner(obs, actions, &devices(&config.device)?)?;
+        load_weights(learner.as_mut(), run, best)?;
+        Ok(RunPolicy {
+            learner,
+            env_id: config.env.clone(),
+            algo: config.algo.clone(),
+            obs_dim: obs.iter().product(),
+            action_space: Space::Discrete(emberlab_core::Discrete::new(actions)?),
+            normalizer: None,
+            images: Some(obs),
+        })
+    }
+
+    /// `[c, h, w]` of the frame stacks a policy on images reads; `None` for vectors.
+    pub fn images(&self) -> Option<[usize; 3]> {
+        self.images
     }
 
     /// Width of one observation.
@@ -76,6 +106,17 @@ impl RunPolicy {
         self.act_with(obs, false)
     }
 
+    /// The greedy actions for uint8 frame stacks (`rows × c × h × w` bytes, oldest frame
+    /// first) of a policy on images ([`RunPolicy::load_frames`]).
+    ///
+    /// # Errors
+    /// Stacks of the wrong length, or a policy of vectors.
+    pub fn act_frames(&mut self, stacks: &[u8]) -> Result<ActionBuf> {
+        let mut out = ActionBuf::for_space(&self.action_space);
+        self.learner.agent().act_pixels(stacks, false, &mut out)?;
+        Ok(out)
+    }
+
     /// The actions for `rows × obs_dim` observations: greedy, or with `explore` the
     /// behaviour policy the run trained with (sampled actions, ε-greedy), drawn from the
     /// learner's generator as the checkpoint left it.
@@ -92,8 +133,8 @@ impl RunPolicy {
         Ok(out)
     }
 
-    /// The policy as an encoded ONNX model (input `obs`; output `action`, and `q_values`
-    /// for DQN).
+    /// The policy as an encoded ONNX model (input `obs`: float32 rows, or for a policy on
+    /// images uint8 stacks `[batch, c, h, w]`; output `action`, and `q_values` for DQN).
     ///
     /// # Errors
     /// Non-finite weights or statistics.

@@ -160,9 +160,7 @@ fn gif_of_mujoco(_: &str, _: u64, _: &[Vec<f32>], _: &[Vec<f32>], _: &Path) -> R
 /// agent sees it (84×84 gray) when `args.gif` asks.
 #[cfg(feature = "gym")]
 fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult> {
-    use super::train::{ATARI_STACK, atari_games};
-    let games = atari_games(&config.env);
-    let mut env = emberlab_env::FrameVecEnv::from_factory(&games, 1, ATARI_STACK)?;
+    let mut env = super::train::one_atari_game(&config.env)?;
     let device = args.device.clone().unwrap_or_else(|| config.device.clone());
     let mut learner =
         config.build_pixel_learner(env.obs_shape(), env.actions(), &devices(&device)?)?;
@@ -206,9 +204,5 @@ fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult
 
 #[cfg(not(feature = "gym"))]
 fn atari(_: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult> {
-    bail!(
-        "{} runs in Python workers, which need the `gym` feature: rebuild ember with \
-         `--features gym`",
-        config.env
-    )
+    Err(super::train::atari_needs_gym(&config.env))
 }

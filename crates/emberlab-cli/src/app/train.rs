@@ -129,6 +129,29 @@ pub(crate) fn atari_games(id: &str) -> impl emberlab_env::FrameEnvFactory + use<
     }
 }
 
+/// One game of the Atari id `id`, stacked as in training (`ember eval` plays it; `ember
+/// export` reads the policy's frame and action shapes from it).
+///
+/// # Errors
+/// The game's worker cannot start (no Python with `ale-py`, an unknown game).
+#[cfg(feature = "gym")]
+pub(crate) fn one_atari_game(id: &str) -> Result<emberlab_env::FrameVecEnv> {
+    Ok(emberlab_env::FrameVecEnv::from_factory(
+        &atari_games(id),
+        1,
+        ATARI_STACK,
+    )?)
+}
+
+/// The error of an Atari run asked of a build without Python workers.
+#[cfg(not(feature = "gym"))]
+pub(crate) fn atari_needs_gym(id: &str) -> anyhow::Error {
+    anyhow!(
+        "{id}: Atari games run in Python workers, which need the `gym` feature: rebuild \
+         ember with `--features gym`"
+    )
+}
+
 /// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
 /// games stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
 /// image on-policy loop for PPO and A2C.
@@ -169,11 +192,8 @@ fn atari(
 }
 
 #[cfg(not(feature = "gym"))]
-fn atari(_: &RunConfig, _: &emberlab_algo::Devices, _: Session<'_>) -> Result<TrainReport> {
-    Err(anyhow!(
-        "Atari games run in Python workers, which need the `gym` feature: rebuild ember \
-         with `--features gym`"
-    ))
+fn atari(config: &RunConfig, _: &emberlab_algo::Devices, _: Session<'_>) -> Result<TrainReport> {
+    Err(atari_needs_gym(&config.env))
 }
 
 struct Session<'a> {

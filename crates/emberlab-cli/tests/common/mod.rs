@@ -78,14 +78,65 @@ pub fn onnx_acts_as_ember(
         ActionBuf::Continuous(a) => (a, "continuous"),
         ActionBuf::Discrete(a) => (a.iter().map(|&i| i as f32).collect(), "discrete"),
     };
-    let (obs_file, act_file) = (dir.join("obs.bin"), dir.join("actions.bin"));
+    let obs_file = dir.join("obs.bin");
     f32_file(&obs_file, &obs);
-    f32_file(&act_file, &ours);
+    onnx_check(python, &model, &obs_file, &ours, d, kind, None)
+}
+
+/// Deterministic uint8 frame stacks: `rows` of `len` bytes, each a texture spread over
+/// 0..=255 under a ramp whose brightness and slope vary by row, so that even an untrained
+/// network tells the rows apart (a fixed, simple generator: no dependency).
+pub fn frame_stacks(rows: usize, len: usize) -> Vec<u8> {
+    (0..rows * len)
+        .map(|i| {
+            let (r, j) = (i / len, i % len);
+            let texture = (i as f32 * 0.618_034).fract();
+            let ramp = ((j * (1 + r % 5)) % len) as f32 / len as f32;
+            let brightness = (r * 37 % 11) as f32 / 10.0;
+            ((texture * 0.3 + ramp * 0.7) * brightness * 255.0) as u8
+        })
+        .collect()
+}
+
+/// Writes uint8 frame `stacks` of `shape` beside `model` and runs [`onnx_check`] with
+/// Ember's `ours` of `kind` (`discrete` actions as `f32`, or DQN's `q_values`).
+pub fn onnx_frames_check(
+    python: &str,
+    model: &Path,
+    stacks: &[u8],
+    shape: [usize; 3],
+    (ours, kind): (&[f32], &str),
+) -> (String, f64) {
+    let obs_file = model.with_extension("frames");
+    std::fs::write(&obs_file, stacks).unwrap();
+    let d = shape.iter().product();
+    onnx_check(python, model, &obs_file, ours, d, kind, Some(shape))
+}
+
+/// Runs `tests/onnx_check.py` under `python` on `model` with the observations in
+/// `obs_file` (float32 rows of `obs_dim`, or uint8 stacks of `pixels`) and Ember's actions
+/// `ours`; returns the checker's figure and value.
+pub fn onnx_check(
+    python: &str,
+    model: &Path,
+    obs_file: &Path,
+    ours: &[f32],
+    obs_dim: usize,
+    kind: &str,
+    pixels: Option<[usize; 3]>,
+) -> (String, f64) {
+    let act_file = model.with_extension("actions");
+    f32_file(&act_file, ours);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_check.py");
-    let out = Command::new(python)
-        .args([&script, &model, &obs_file, &act_file])
-        .arg(d.to_string())
-        .arg(kind)
+    let mut command = Command::new(python);
+    command
+        .args([script.as_path(), model, obs_file, &act_file])
+        .arg(obs_dim.to_string())
+        .arg(kind);
+    if let Some([c, h, w]) = pixels {
+        command.arg(format!("{c},{h},{w}"));
+    }
+    let out = command
         .output()
         .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
     assert!(
