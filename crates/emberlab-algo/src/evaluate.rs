@@ -160,19 +160,24 @@ pub fn evaluate_frames(
         return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
     }
     let mut env = FrameVecEnv::new(vec![env.make()?], stack)?;
-    play_frames(agent, &mut env, episodes, seed, false, &mut |_, _| {})
+    play_frames(agent, &mut env, episodes, seed, false, &mut |_, _| Ok(()))
 }
 
 /// Steps after which [`play_env`] and [`play_frames`] cut an episode or game that has not
 /// ended (Atari's frame budget, 108,000 frames, ends a game within 27,000 steps).
 pub const GAME_STEP_LIMIT: usize = 100_000;
 
+/// What [`play_frames`] shows each position to, before the agent acts on it:
+/// `(game, env)`, the stack in `env.obs()` and the picture in `env.screen(0)`.
+pub type GameWatcher<'a> = dyn FnMut(usize, &mut FrameVecEnv) -> Result<()> + 'a;
+
 /// Plays `episodes` whole games of `agent` on `env` (one game, its stacks as observations):
 /// game `i` starts from a reset with seed `seed + i` and runs until
 /// [`emberlab_env::FrameStep::game_over`] (through lost lives, which end episodes for
 /// learning but not games) or [`GAME_STEP_LIMIT`] steps, summing its scores. `explore`
-/// asks the agent for its exploring actions; `watch(game, stack)` sees every stack before
-/// the agent acts on it (`ember eval --gif` draws the first game from them).
+/// asks the agent for its exploring actions; `watch(game, env)` sees every position
+/// before the agent acts on it (`ember eval --gif` draws the first game's screens) and may
+/// fail the game with its error.
 ///
 /// # Errors
 /// Zero episodes, an environment of more than one game, an observation length other than
@@ -184,7 +189,7 @@ pub fn play_frames(
     episodes: usize,
     seed: u64,
     explore: bool,
-    watch: &mut dyn FnMut(usize, &[u8]),
+    watch: &mut GameWatcher<'_>,
 ) -> Result<EvalResult> {
     if episodes == 0 {
         return Err(Error::invalid("evaluation episodes", 0, ">= 1"));
@@ -198,7 +203,7 @@ pub fn play_frames(
         env.reset(Some(seed.wrapping_add(i as u64)))?;
         let (mut ret, mut len, mut cut) = (0.0, 0usize, true);
         while len < GAME_STEP_LIMIT {
-            watch(i, env.obs());
+            watch(i, env)?;
             crate::guard::run_learner(
                 || "the agent's act during evaluation".into(),
                 || agent.act_pixels(env.obs(), explore, &mut actions),
@@ -375,7 +380,11 @@ mod tests {
             explored: Vec::new(),
         };
         let mut seen = Vec::new();
-        let mut watch = |game: usize, stack: &[u8]| seen.push((game, stack.len()));
+        let mut watch = |game: usize, env: &mut FrameVecEnv| {
+            assert_eq!(env.screen(0)?, None, "Catch's frames are its picture");
+            seen.push((game, env.obs().len()));
+            Ok(())
+        };
         let played = play_frames(&mut agent, &mut env, 3, 7, true, &mut watch).unwrap();
         // bsuite's Catch: the ball falls through 10 rows, 9 steps a game.
         assert_eq!(played.lengths, vec![9, 9, 9]);
@@ -396,7 +405,11 @@ mod tests {
         assert!(!agent.explored[27..].iter().any(|&e| e));
         // One game at a time, and at least one episode.
         let mut two = FrameVecEnv::new(vec![catch().unwrap(), catch().unwrap()], 2).unwrap();
-        assert!(play_frames(&mut agent, &mut two, 1, 0, false, &mut |_, _| {}).is_err());
-        assert!(play_frames(&mut agent, &mut env, 0, 0, false, &mut |_, _| {}).is_err());
+        let mut quiet = |_: usize, _: &mut FrameVecEnv| Ok(());
+        assert!(play_frames(&mut agent, &mut two, 1, 0, false, &mut quiet).is_err());
+        assert!(play_frames(&mut agent, &mut env, 0, 0, false, &mut quiet).is_err());
+        // A watcher's error ends the game with it.
+        let mut refuse = |_: usize, _: &mut FrameVecEnv| Err(Error::invalid("watcher", 1, "0"));
+        assert!(play_frames(&mut agent, &mut env, 1, 0, false, &mut refuse).is_err());
     }
 }

@@ -115,8 +115,8 @@ pub use emberlab_nn::Activation;
 /// The batch of image observations [`OffPolicyLearner::update_frames`] takes.
 pub use emberlab_replay::FrameBatch;
 pub use evaluate::{
-    EpisodeWatcher, EvalResult, GAME_STEP_LIMIT, evaluate, evaluate_env, evaluate_frames, play_env,
-    play_frames,
+    EpisodeWatcher, EvalResult, GAME_STEP_LIMIT, GameWatcher, evaluate, evaluate_env,
+    evaluate_frames, play_env, play_frames,
 };
 pub use frame_off_policy::{FrameOffPolicyTrainer, train_off_policy_frames};
 pub use frame_on_policy::{FrameOnPolicyTrainer, train_on_policy_frames};

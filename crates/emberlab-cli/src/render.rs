@@ -305,45 +305,112 @@ fn draw_acrobot(root: &Root<'_>, obs: &[f64]) -> DrawResult {
     Ok(())
 }
 
-/// Writes an animated GIF (looping) of RGB frames (`height` rows of `width` pixels each, top
-/// row first) at `fps` frames per second, each captioned `{caption}   t = {i}`.
+/// Writes `frames` (each `width × height` RGB bytes, row-major, top row first) as a GIF at
+/// `path` at `fps` frames per second, each captioned `{caption}   t = {i}`.
 ///
 /// # Errors
 /// No frames, a frame of another size, `fps` outside `1..=100`, or the file cannot be
 /// written.
 pub fn render_rgb_gif(
     frames: &[Vec<u8>],
-    (width, height): (u32, u32),
+    size: (u32, u32),
     path: &Path,
     fps: u32,
     caption: &str,
 ) -> Result<()> {
     check_gif("render_rgb_gif", caption, frames.len(), fps)?;
-    let want = width as usize * height as usize * 3;
+    let want = size.0 as usize * size.1 as usize * 3;
     if let Some(i) = frames.iter().position(|f| f.len() != want) {
         bail!(
-            "render_rgb_gif({caption}): frame {i} has {} bytes, expected {want} ({width} × {height} RGB)",
-            frames[i].len()
+            "render_rgb_gif({caption}): frame {i} has {} bytes, expected {want} ({} × {} RGB)",
+            frames[i].len(),
+            size.0,
+            size.1
         );
     }
-    let root = gif_area(path, (width, height), fps)?;
-    let err = |e: DrawingAreaErrorKind<_>| anyhow!("cannot draw {}: {e}", path.display());
-    for (i, frame) in frames.iter().enumerate() {
-        let image =
-            BitMapElement::<(i32, i32)>::with_owned_buffer((0, 0), (width, height), frame.clone())
-                .ok_or_else(|| {
-                    anyhow!("render_rgb_gif({caption}): frame {i} is not {width} × {height}")
-                })?;
-        root.draw(&image).map_err(err)?;
-        root.draw(&Text::new(
-            format!("{caption}   t = {i}"),
-            (8, 6),
-            (FAMILY, 16).into_font().color(&WHITE),
-        ))
-        .map_err(err)?;
-        root.present().map_err(err)?;
+    let mut gif = RgbGif::create(path, size, fps, caption)?;
+    for frame in frames {
+        gif.push(frame.clone())?;
     }
-    Ok(())
+    gif.finish()
+}
+
+/// A GIF of RGB frames written as they come, so that a long episode needs the memory of
+/// one frame: each `width × height` RGB frame (row-major, top row first) is captioned
+/// `{caption}   t = {i}`.
+pub struct RgbGif<'a> {
+    root: Root<'a>,
+    size: (u32, u32),
+    path: &'a Path,
+    caption: String,
+    frames: usize,
+}
+
+impl<'a> RgbGif<'a> {
+    /// Starts the GIF at `path`: `size` is `(width, height)`, `fps` frames per second.
+    ///
+    /// # Errors
+    /// `fps` outside `1..=100`, or the file cannot be created.
+    pub fn create(path: &'a Path, size: (u32, u32), fps: u32, caption: &str) -> Result<Self> {
+        check_gif("RgbGif", caption, 1, fps)?;
+        Ok(RgbGif {
+            root: gif_area(path, size, fps)?,
+            size,
+            path,
+            caption: caption.to_owned(),
+            frames: 0,
+        })
+    }
+
+    /// Appends `frame` (`width × height × 3` bytes).
+    ///
+    /// # Errors
+    /// A frame of another size, or the file cannot be written.
+    pub fn push(&mut self, frame: Vec<u8>) -> Result<()> {
+        let (width, height) = self.size;
+        let (i, caption, path) = (self.frames, &self.caption, self.path);
+        let want = width as usize * height as usize * 3;
+        if frame.len() != want {
+            bail!(
+                "{caption}: frame {i} has {} bytes, expected {want} ({width} × {height} RGB)",
+                frame.len()
+            );
+        }
+        let err = |e: DrawingAreaErrorKind<_>| anyhow!("cannot draw {}: {e}", path.display());
+        let image = BitMapElement::<(i32, i32)>::with_owned_buffer((0, 0), (width, height), frame)
+            .ok_or_else(|| anyhow!("{caption}: frame {i} is not {width} × {height}"))?;
+        self.root.draw(&image).map_err(err)?;
+        self.root
+            .draw(&Text::new(
+                format!("{caption}   t = {i}"),
+                (8, 6),
+                (FAMILY, 16).into_font().color(&WHITE),
+            ))
+            .map_err(err)?;
+        self.root.present().map_err(err)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Ends the GIF.
+    ///
+    /// # Errors
+    /// No frame was written.
+    pub fn finish(self) -> Result<()> {
+        if self.frames == 0 {
+            bail!(
+                "{}: no frames to draw into {}",
+                self.caption,
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -202,3 +202,29 @@ fn misuse_and_unknown_games_are_errors_naming_them() {
     };
     assert!(AtariEnv::with_python("PongNoFrameskip-v4", &bad, &python).is_err());
 }
+
+/// The screen as the emulator draws it (for `ember eval --gif`): 210×160 RGB in colour,
+/// asked between steps without disturbing them, and moving as the game does.
+#[test]
+fn the_screen_is_the_emulators_rgb_picture() {
+    use emberlab_env::FrameEnv;
+    let python = python();
+    let mut env =
+        AtariEnv::with_python("PongNoFrameskip-v4", &AtariConfig::default(), &python).unwrap();
+    env.reset(Some(3)).unwrap();
+    let (first, size) = env.screen().unwrap();
+    assert_eq!(size, [210, 160]);
+    assert_eq!(first.len(), 210 * 160 * 3);
+    assert!(
+        first.chunks(3).any(|p| p[0] != p[1] || p[1] != p[2]),
+        "grey"
+    );
+    let mut moved = false;
+    for _ in 0..60 {
+        let step = env.step(0).unwrap();
+        assert!(!step.terminated, "Pong loses no life in 60 steps");
+        let (now, _) = FrameEnv::screen(&mut env).unwrap().unwrap();
+        moved |= now != first;
+    }
+    assert!(moved, "the screen never changed");
+}

@@ -157,7 +157,7 @@ fn gif_of_mujoco(_: &str, _: u64, _: &[Vec<f32>], _: &[Vec<f32>], _: &Path) -> R
 
 /// Whole games of an Atari run (`emberlab_env::AtariEnv`, stacks of 4 as in training,
 /// [`emberlab_algo::play_frames`]) and their scores (unclipped); the first game drawn as the
-/// agent sees it (84×84 gray) when `args.gif` asks.
+/// emulator shows it (210×160 RGB) when `args.gif` asks.
 #[cfg(feature = "gym")]
 fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult> {
     let mut env = super::train::one_atari_game(&config.env)?;
@@ -165,41 +165,63 @@ fn atari(args: &EvalArgs, config: &emberlab_run::RunConfig) -> Result<EvalResult
     let mut learner =
         config.build_pixel_learner(env.obs_shape(), env.actions(), &devices(&device)?)?;
     load_weights(learner.as_mut(), &args.run, args.best)?;
-    let [_, h, w] = env.frame_shape();
-    let frame = h * w;
-    // The first game's newest frame of every stack, gray turned into RGB.
-    let mut frames = Vec::new();
-    let mut watch = |_: usize, stack: &[u8]| {
-        let gray = &stack[stack.len() - frame..];
-        frames.push(gray.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>());
-    };
     let agent = learner.agent();
     let play = emberlab_algo::play_frames;
-    // The first game alone, so that its GIF is written (and its frames freed) before the
-    // others are played.
-    let mut played = if args.gif.is_some() {
-        play(agent, &mut env, 1, args.seed, args.stochastic, &mut watch)?
-    } else {
-        play(
-            agent,
-            &mut env,
-            1,
-            args.seed,
-            args.stochastic,
-            &mut |_, _| {},
-        )?
+    let quiet = &mut |_: usize, _: &mut emberlab_env::FrameVecEnv| Ok(());
+    // The first game alone, drawn into its GIF as it is played.
+    let mut played = match &args.gif {
+        Some(path) => {
+            let mut gif = None;
+            let mut watch = |_: usize, env: &mut emberlab_env::FrameVecEnv| {
+                draw_screen(env, &mut gif, path, &config.env)
+            };
+            let played = play(agent, &mut env, 1, args.seed, args.stochastic, &mut watch)?;
+            gif.map(crate::render::RgbGif::finish)
+                .unwrap_or_else(|| Err(anyhow::anyhow!("no frames to draw")))
+                .with_context(|| format!("cannot render {}", path.display()))?;
+            played
+        }
+        None => play(agent, &mut env, 1, args.seed, args.stochastic, quiet)?,
     };
-    if let Some(path) = &args.gif {
-        crate::render::render_rgb_gif(&frames, (w as u32, h as u32), path, 15, &config.env)
-            .with_context(|| format!("cannot render {}", path.display()))?;
-    }
-    drop(frames);
     if args.episodes > 1 {
         let (n, seed) = (args.episodes - 1, args.seed.wrapping_add(1));
-        let rest = play(agent, &mut env, n, seed, args.stochastic, &mut |_, _| {})?;
+        let rest = play(agent, &mut env, n, seed, args.stochastic, quiet)?;
         append(&mut played, rest);
     }
     Ok(played)
+}
+
+/// Appends what game 0 of `env` shows now to the GIF at `path` (started at the first
+/// frame): the emulator's RGB screen, or for games without one the newest frame of the
+/// stack, gray turned into RGB.
+#[cfg(feature = "gym")]
+fn draw_screen<'a>(
+    env: &mut emberlab_env::FrameVecEnv,
+    gif: &mut Option<crate::render::RgbGif<'a>>,
+    path: &'a Path,
+    caption: &str,
+) -> emberlab_core::Result<()> {
+    let (rgb, [h, w]) = match env.screen(0)? {
+        Some(screen) => screen,
+        None => {
+            let [_, h, w] = env.frame_shape();
+            let stack = env.obs();
+            let gray = &stack[stack.len() - h * w..];
+            (gray.iter().flat_map(|&g| [g, g, g]).collect(), [h, w])
+        }
+    };
+    let io = |e: anyhow::Error| emberlab_core::Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(format!("{e:#}")),
+    };
+    let gif = match gif {
+        Some(gif) => gif,
+        None => {
+            let size = (w as u32, h as u32);
+            gif.insert(crate::render::RgbGif::create(path, size, 15, caption).map_err(io)?)
+        }
+    };
+    gif.push(rgb).map_err(io)
 }
 
 #[cfg(not(feature = "gym"))]

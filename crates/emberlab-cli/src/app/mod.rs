@@ -158,7 +158,8 @@ struct EvalCmd {
     /// Seed of the first episode (episode i is seeded with seed + i).
     #[arg(long, default_value_t = 1_000_000)]
     seed: u64,
-    /// Render the first episode as an animated GIF (classic-control tasks).
+    /// Render the first episode as an animated GIF (classic-control tasks; MuJoCo tasks in a
+    /// build with `--features mujoco`; Atari games as the emulator draws them).
     #[arg(long, value_name = "FILE")]
     gif: Option<PathBuf>,
 }

@@ -9,11 +9,12 @@
 #
 # Worker -> Ember, once: b"H" + u32 actions + u32 height + u32 width, or b"E" + u32 length +
 #   UTF-8 message, then exit (no gymnasium / ale-py / SB3, an unknown id).
-# Ember -> worker: b"R" + u8 has_seed + u64 seed | b"S" + u32 action | b"Q".
+# Ember -> worker: b"R" + u8 has_seed + u64 seed | b"S" + u32 action | b"P" | b"Q".
 # Worker -> Ember: b"O" + frame + u32 lives (after R) | b"T" + frame + f32 reward
 #   + f32 score (the game's own rewards since the last step, before clipping) + u8 terminated
-#   + u8 truncated + u8 game_over + u32 lives (after S) | b"E" + u32 length + message (the
-#   game raised; the worker goes on).
+#   + u8 truncated + u8 game_over + u32 lives (after S) | b"P" + u32 height + u32 width +
+#   the screen as RGB bytes, row-major (after P: what the game shows, for GIFs) | b"E" + u32
+#   length + message (the game raised; the worker goes on).
 # After a step that terminated (a life lost counts, as in SB3) or truncated, Ember sends R
 # without a seed: SB3's DummyVecEnv resets the same way, which after a lost life continues the
 # game (EpisodicLifeEnv) rather than starting a new one.
@@ -92,6 +93,11 @@ def main():
         )
         return frame(obs) + flags
 
-    serve(env, reset, read_action, step)
+    def screen():
+        rgb = np.ascontiguousarray(ale.getScreenRGB(), dtype=np.uint8)
+        height, width, _ = rgb.shape
+        return b"P" + struct.pack("<II", height, width) + rgb.tobytes()
+
+    serve(env, reset, read_action, step, {b"P": screen})
 
 main()

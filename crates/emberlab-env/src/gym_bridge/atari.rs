@@ -233,7 +233,35 @@ impl AtariEnv {
     }
 }
 
+impl AtariEnv {
+    /// What the game shows now, as the emulator draws it: RGB bytes, row-major, and
+    /// `[height, width]` (210 × 160 for the Atari 2600).
+    ///
+    /// # Errors
+    /// The worker died or the game raised.
+    pub fn screen(&mut self) -> Result<(Vec<u8>, [usize; 2])> {
+        self.worker.send(&[b"P"])?;
+        match self.worker.tag()? {
+            b'P' => {
+                let (h, w) = (self.worker.u32()? as usize, self.worker.u32()? as usize);
+                if h * w > 4096 * 4096 {
+                    let size = format!("{h}×{w}");
+                    return Err(Error::invalid("atari screen", size, "at most 4096×4096"));
+                }
+                let mut rgb = vec![0u8; h * w * 3];
+                self.worker.read_exact(&mut rgb, "reading a screen")?;
+                Ok((rgb, [h, w]))
+            }
+            other => Err(self.worker.unexpected(other, "a screen")),
+        }
+    }
+}
+
 impl crate::FrameEnv for AtariEnv {
+    fn screen(&mut self) -> Result<Option<(Vec<u8>, [usize; 2])>> {
+        AtariEnv::screen(self).map(Some)
+    }
+
     fn frame_shape(&self) -> [usize; 3] {
         [1, self.shape[0], self.shape[1]]
     }

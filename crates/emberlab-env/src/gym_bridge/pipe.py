@@ -32,13 +32,21 @@ def read(n):
     return buf
 
 
-def serve(env, reset, read_action, step):
+def serve(env, reset, read_action, step, extra=None):
     """Answers requests until Ember quits: `R` resets (`reset(obs)` gives the reply after
     b"O"), `S` steps with the action `read_action()` reads (`step(result)` gives the reply
-    after b"T", from what `env.step` returned). An exception in the environment is sent as
-    an error and the worker goes on; an unknown request ends it."""
+    after b"T", from what `env.step` returned), and each request of `extra` (a dict of
+    one-byte requests to functions giving the whole reply). An exception in the environment
+    is sent as an error and the worker goes on; an unknown request ends it."""
+    extra = extra or {}
     while True:
         op = read(1)
+        if op in extra:
+            try:
+                send(extra[op]())
+            except Exception as e:
+                fail(f"{type(e).__name__} in {op.decode()}: {e}")
+            continue
         if op == b"Q":
             env.close()
             return

@@ -121,6 +121,18 @@ impl FrameVecEnv {
         self.envs.len()
     }
 
+    /// Environment `i`'s [`FrameEnv::screen`].
+    ///
+    /// # Errors
+    /// `i` out of range, or the environment's own.
+    pub fn screen(&mut self, i: usize) -> Result<Option<(Vec<u8>, [usize; 2])>> {
+        let n = self.envs.len();
+        let env = self.envs.get_mut(i).ok_or_else(|| {
+            Error::invalid("frame env index", i, format!("below {n} environments"))
+        })?;
+        env.screen()
+    }
+
     /// Number of actions.
     pub fn actions(&self) -> usize {
         self.actions

@@ -88,6 +88,16 @@ pub trait FrameEnv: Send {
     fn steps_elsewhere(&self) -> bool {
         false
     }
+
+    /// What the environment shows a person now, when it draws more than its frames (Atari:
+    /// the emulator's RGB screen): RGB bytes, row-major, and `[height, width]`. `None`
+    /// (the default): its frames are the picture.
+    ///
+    /// # Errors
+    /// The environment's own (a dead worker process, for example).
+    fn screen(&mut self) -> Result<Option<(Vec<u8>, [usize; 2])>> {
+        Ok(None)
+    }
 }
 
 /// Makes a fresh [`FrameEnv`] on each call (the trainers' evaluation environments). Any
