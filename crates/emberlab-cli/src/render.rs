@@ -335,6 +335,12 @@ pub fn render_rgb_gif(
     gif.finish()
 }
 
+/// The caption's font size for frames `width` pixels wide: 16 from 320 pixels, smaller
+/// below (9 for Atari's 160), so that a caption of ~28 characters fits.
+fn caption_size(width: u32) -> f64 {
+    f64::from(width / 20).clamp(9.0, 16.0)
+}
+
 /// A GIF of RGB frames written as they come, so that a long episode needs the memory of
 /// one frame: each `width × height` RGB frame (row-major, top row first) is captioned
 /// `{caption}   t = {i}`.
@@ -384,7 +390,7 @@ impl<'a> RgbGif<'a> {
             .draw(&Text::new(
                 format!("{caption}   t = {i}"),
                 (8, 6),
-                (FAMILY, 16).into_font().color(&WHITE),
+                (FAMILY, caption_size(width)).into_font().color(&WHITE),
             ))
             .map_err(err)?;
         self.root.present().map_err(err)?;
