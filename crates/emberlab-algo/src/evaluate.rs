@@ -4,7 +4,7 @@ use crate::agent::{ActionBuf, Agent};
 use emberlab_core::{Action, Env, Error, Result};
 use emberlab_env::{EnvFactory, FrameEnvFactory, FrameVecEnv};
 
-/// Returns of evaluation episodes.
+/// Returns, lengths and cuts of evaluation episodes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EvalResult {
     /// One undiscounted return per episode.
@@ -168,7 +168,9 @@ pub fn evaluate_frames(
 pub const GAME_STEP_LIMIT: usize = 100_000;
 
 /// What [`play_frames`] shows each position to, before the agent acts on it:
-/// `(game, env)`, the stack in `env.obs()` and the picture in `env.screen(0)`.
+/// `(game, env)`, the stack in `env.obs()` and the picture in `env.screen(0)` (the position
+/// a game ends on is not shown: the environment has started the next game by then). A
+/// watcher should only look: stepping or resetting `env` changes the game played.
 pub type GameWatcher<'a> = dyn FnMut(usize, &mut FrameVecEnv) -> Result<()> + 'a;
 
 /// Plays `episodes` whole games of `agent` on `env` (one game, its stacks as observations):
@@ -216,7 +218,8 @@ pub fn play_frames(
             ret += step.scores[0] as f64;
             len += 1;
             if step.game_over[0] {
-                cut = !step.terminated[0];
+                // A budget that runs out on the step a life is lost cuts the game too.
+                cut = step.truncated[0];
                 break;
             }
         }

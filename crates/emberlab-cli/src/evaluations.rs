@@ -96,6 +96,14 @@ impl EvalLog {
             if line_no == 1 {
                 return Ok(Some(EVALUATION_COLUMNS.join(",")));
             }
+            let fields = line.split(',').count();
+            if fields != header.len() {
+                bail!(
+                    "{} line {line_no}: {fields} fields, header has {}",
+                    path.display(),
+                    header.len()
+                );
+            }
             let steps = line.split(',').next().unwrap_or_default();
             let keep = parse_u64(steps, &path, line_no, "env_steps")? <= upto_env_steps;
             Ok(keep.then(|| format!("{line}{added}")))
@@ -217,7 +225,7 @@ mod tests {
         let path = dir.path().join(EVALUATIONS_CSV);
         std::fs::write(
             &path,
-            "env_steps,mean_return,std_return,episodes\n500,-20.0,0.0,5\n1000,-0.2,1.4,5\n",
+            "env_steps,mean_return,std_return,episodes\n500,-20.0,0.0,5\n1000,-0.2,1.4,5\n15",
         )
         .unwrap();
         let mut log = EvalLog::resume(dir.path(), 999).unwrap();
@@ -231,6 +239,14 @@ mod tests {
             read_evaluations_csv(&path).unwrap(),
             vec![(500, -20.0), (1000, 500.0)]
         );
+        // A row of another width is refused, by line.
+        std::fs::write(
+            &path,
+            "env_steps,mean_return,std_return,episodes\n500,-20.0,0.0\n",
+        )
+        .unwrap();
+        let e = EvalLog::resume(dir.path(), 999).unwrap_err();
+        assert!(format!("{e:#}").contains("line 2: 3 fields"), "{e:#}");
         // Any other header is still refused, by name.
         std::fs::write(&path, "env_steps,mean\n1,2\n").unwrap();
         let e = EvalLog::resume(dir.path(), 10).unwrap_err();

@@ -9,7 +9,7 @@
 //! | [`app`] | the `ember` command itself; a program of your own can register environments (`emberlab_env::register`) and learners (`emberlab_run::register`) and call [`app::main_with_args`] |
 //! | [`checks`] | a learner of your own killed at random instants and resumed equals its uninterrupted run (the checks the built-in ones pass) |
 //! | [`metrics`] | `metrics.csv` + `metrics.jsonl`: fixed columns plus the algorithm's own metrics, flushed per row, cut back exactly on resume |
-//! | [`evaluations`] | `evaluations.csv`: mean and std of each evaluation's returns, same resume rule |
+//! | [`evaluations`] | `evaluations.csv`: mean and std of each evaluation's returns, mean episode length, episodes cut short; same resume rule |
 //! | [`tensorboard`] | TensorBoard event files (scalars), hand-encoded protobuf in TFRecord framing |
 //! | [`crc32c`] | CRC-32C and TFRecord's masked CRC |
 //! | [`plot`] | PNG learning curves (per run) and mean ± interval bands (over seeds) |

@@ -115,7 +115,11 @@ fn image_policies_act_as_ember_does_in_onnxruntime() {
         std::fs::write(&model, dqn.onnx_policy().unwrap()).unwrap();
         let q = dqn.q().forward_pixels(images.clone()).into_data();
         let q = q.try_into_vec::<f32>().unwrap();
-        let (_, diff) = onnx_frames_check(&python, &model, &stacks, shape, (&q, "q_values"));
+        let (figure, diff) = onnx_frames_check(&python, &model, &stacks, shape, (&q, "q_values"));
+        assert!(
+            figure == "max_abs_diff" && diff.is_finite(),
+            "{figure} {diff}"
+        );
         let spread = q.iter().fold(0f32, |m, v| m.max(v.abs()));
         eprintln!("dqn {encoder:?}: q_values differ by {diff} (largest |q| {spread})");
         assert!(
@@ -123,7 +127,9 @@ fn image_policies_act_as_ember_does_in_onnxruntime() {
             "{encoder:?}: {diff}"
         );
         let actions = greedy(&mut dqn, &stacks);
-        let (_, wrong) = onnx_frames_check(&python, &model, &stacks, shape, (&actions, "discrete"));
+        let (figure, wrong) =
+            onnx_frames_check(&python, &model, &stacks, shape, (&actions, "discrete"));
+        assert_eq!(figure, "mismatches");
         assert_eq!(wrong, 0.0, "dqn {encoder:?}: {wrong} greedy actions differ");
         // Rows are told apart (the comparison can fail).
         assert!(q[..5] != q[5..10], "{q:?}");

@@ -193,6 +193,14 @@ pub fn factory(id: &str) -> Result<Arc<dyn EnvFactory>> {
         return Ok(f.clone());
     }
     drop(map);
+    if crate::is_atari_id(id) {
+        return Err(Error::Unavailable {
+            what: format!("{id} as an environment of vector observations"),
+            hint: "Atari games observe images: `AtariEnv` (feature `gym`) in a `FrameVecEnv`; \
+                   `ember train`, `eval` and `export` take the id as it is"
+                .into(),
+        });
+    }
     if cfg!(not(feature = "mujoco")) && MUJOCO_IDS.contains(&id) {
         return Err(Error::Unavailable {
             what: format!("the MuJoCo task {id}"),
@@ -331,5 +339,11 @@ mod tests {
     fn unknown_id_lists_known_ones() {
         let e = make("CartPole-v0").err().unwrap().to_string();
         assert!(e.contains("CartPole-v0") && e.contains("Acrobot-v1"), "{e}");
+        // An Atari id says where Atari games are.
+        let e = make("PongNoFrameskip-v4").err().unwrap().to_string();
+        assert!(
+            e.contains("PongNoFrameskip-v4") && e.contains("FrameVecEnv"),
+            "{e}"
+        );
     }
 }

@@ -174,6 +174,7 @@ mod flex {
     /// instructions.
     #[inline(always)]
     fn run(dst: &mut [f32], src: &[f32], op: impl Fn(&mut f32, f32) + Copy) {
+        debug_assert_eq!(dst.len(), src.len(), "a kernel row of another width");
         #[inline(always)]
         fn fixed<const K: usize>(dst: &mut [f32], src: &[f32], op: impl Fn(&mut f32, f32)) {
             let (d, s) = (&mut dst[..K], &src[..K]);

@@ -40,16 +40,19 @@ fn conv_onnx(g: &mut OnnxGraph, conv: &Conv2d, x: &str, prefix: &str) -> Result<
 }
 
 /// `pool` applied to `x` as an ONNX `MaxPool`.
+///
+/// # Errors
+/// `Same` padding, or `ceil_mode` (onnxruntime and burn may place the last window
+/// differently; the encoders never round up).
 fn max_pool_onnx(g: &mut OnnxGraph, pool: &MaxPool2d, x: &str) -> Result<String> {
+    if pool.ceil_mode {
+        return Err(Error::Unavailable {
+            what: "ONNX export of a max-pool rounding its size up".into(),
+            hint: "encoders whose max-pools round down export".into(),
+        });
+    }
     let pads = pads(&pool.padding)?;
-    Ok(g.max_pool(
-        x,
-        pool.kernel_size,
-        pool.stride,
-        pads,
-        pool.dilation,
-        pool.ceil_mode,
-    ))
+    Ok(g.max_pool(x, pool.kernel_size, pool.stride, pads, pool.dilation, false))
 }
 
 impl NatureCnn {
@@ -57,7 +60,8 @@ impl NatureCnn {
     /// `[0, 1]`); returns the features' name (`[batch, features]`).
     ///
     /// # Errors
-    /// Non-finite weights.
+    /// Non-finite weights, or layers ONNX would compute differently (`Same` padding, a
+    /// max-pool rounding its size up).
     pub fn to_onnx(&self, g: &mut OnnxGraph, x: &str) -> Result<String> {
         let mut x = x.to_string();
         for (i, conv) in self.convs.iter().enumerate() {
@@ -75,7 +79,8 @@ impl ImpalaCnn {
     /// `[0, 1]`); returns the features' name (`[batch, features]`).
     ///
     /// # Errors
-    /// Non-finite weights.
+    /// Non-finite weights, or layers ONNX would compute differently (`Same` padding, a
+    /// max-pool rounding its size up).
     pub fn to_onnx(&self, g: &mut OnnxGraph, x: &str) -> Result<String> {
         let mut x = x.to_string();
         for (s, stage) in self.stages.iter().enumerate() {
@@ -102,7 +107,8 @@ impl PixelEncoder {
     /// 255 first, as [`crate::pixels_to_unit`] does); returns the features' name.
     ///
     /// # Errors
-    /// Non-finite weights.
+    /// Non-finite weights, or layers ONNX would compute differently (`Same` padding, a
+    /// max-pool rounding its size up).
     pub fn to_onnx(&self, g: &mut OnnxGraph, images: &str) -> Result<String> {
         let x = g.images_to_unit(images)?;
         match self {
@@ -118,7 +124,7 @@ impl PixelEncoder {
 /// make them); returns their name.
 ///
 /// # Errors
-/// Non-finite weights.
+/// As [`PixelEncoder::to_onnx`].
 pub fn image_rows_onnx(
     g: &mut OnnxGraph,
     encoder: Option<&PixelEncoder>,

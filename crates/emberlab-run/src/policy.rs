@@ -30,6 +30,15 @@ impl RunPolicy {
     /// A folder without a config or weights, or weights of another architecture.
     pub fn load(run: &Path, best: bool) -> Result<Self> {
         let config = load_config(run)?;
+        if emberlab_env::is_atari_id(&config.env) {
+            return Err(emberlab_core::Error::Unavailable {
+                what: format!("{} (an Atari run) as a policy of vectors", run.display()),
+                hint: "load it with `RunPolicy::load_frames` (its stacks [4, 84, 84] and the \
+                       game's number of actions), as `ember export` does"
+                    .into(),
+            }
+            .into());
+        }
         let env = emberlab_env::make(&config.env)?;
         let mut learner = config.build_learner(
             env.observation_space(),

@@ -168,7 +168,8 @@ struct EvalCmd {
 struct ExportCmd {
     /// The run folder.
     run: PathBuf,
-    /// The ONNX file to write (input `obs`, float32 [batch, obs_dim]; output `action`).
+    /// The ONNX file to write (input `obs`: float32 [batch, obs_dim], or uint8 frame stacks
+    /// [batch, 4, 84, 84] for Atari runs; output `action`).
     #[arg(long, value_name = "FILE")]
     onnx: PathBuf,
     /// Export the weights of the best evaluation during training instead of the last

@@ -245,6 +245,15 @@ impl AtariEnv {
             b'P' => {
                 let (h, w) = (self.worker.u32()? as usize, self.worker.u32()? as usize);
                 if h * w > 4096 * 4096 {
+                    // Read what was sent, so that the next reply starts where it should.
+                    let mut chunk = vec![0u8; 1 << 16];
+                    let mut left = h * w * 3;
+                    while left > 0 {
+                        let n = left.min(chunk.len());
+                        self.worker
+                            .read_exact(&mut chunk[..n], "reading a screen")?;
+                        left -= n;
+                    }
                     let size = format!("{h}×{w}");
                     return Err(Error::invalid("atari screen", size, "at most 4096×4096"));
                 }
