@@ -68,7 +68,7 @@ echo "== wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1)), built in $((SECONDS - star
 
 if [ -z "${EMBER_BIN:-}" ]; then
     env -u MUJOCO_DYNAMIC_LINK_DIR cargo build --manifest-path "$ROOT/Cargo.toml" \
-        --profile test --locked -p emberlab-cli --bin ember --quiet
+        --profile test --locked -p emberlab-cli --features gym --bin ember --quiet
     export EMBER_BIN="$TARGET/debug/ember"
 fi
 [ -x "$EMBER_BIN" ] || { echo "EMBER_BIN=$EMBER_BIN is not an executable" >&2; exit 1; }

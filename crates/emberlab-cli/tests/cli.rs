@@ -836,12 +836,19 @@ fn atari_ppo_trains_from_the_command() {
         String::from_utf8_lossy(&out.stderr)
     );
     let shape = [4, 84, 84];
-    let mut policy = ok(
-        emberlab_run::RunPolicy::load_frames(&cwd.join("pong"), false, shape, 6)
-            .map_err(anyhow::Error::from),
-    );
+    // The run's folder says what its policy reads (`frames.toml`), so it loads without a game.
+    let spaces = emberlab_run::FrameSpaces::load(&cwd.join("pong")).unwrap();
+    let expected = emberlab_run::FrameSpaces {
+        stack: shape,
+        actions: 6,
+    };
+    assert_eq!(spaces, Some(expected));
+    let mut policy =
+        ok(emberlab_run::RunPolicy::load(&cwd.join("pong"), false).map_err(anyhow::Error::from));
+    assert_eq!(policy.images(), Some(shape));
     let stacks = common::frame_stacks(50, shape.iter().product());
-    let emberlab_algo::ActionBuf::Discrete(ours) = policy.act_frames(&stacks).unwrap() else {
+    let emberlab_algo::ActionBuf::Discrete(ours) = policy.act_frames(&stacks, false).unwrap()
+    else {
         panic!("Pong's actions are discrete")
     };
     let ours: Vec<f32> = ours.iter().map(|&a| a as f32).collect();

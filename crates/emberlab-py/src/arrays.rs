@@ -118,6 +118,23 @@ pub fn ints<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py, i6
     contiguous(obj, "int64")
 }
 
+/// `obj` as `u8` values (frames); only `uint8` arrays are taken, so that frames scaled to
+/// floats elsewhere are not read as bytes.
+///
+/// # Errors
+/// `TypeError` for any other dtype.
+pub fn bytes<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py, u8>> {
+    let a = as_array(obj).map_err(|_| not_numbers(name, "not an array"))?;
+    let dtype = a.dtype();
+    if dtype.kind() != b'u' || dtype.itemsize() != 1 {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be uint8 frames (as Atari wrappers give them), got dtype {}",
+            dtype_name(&a)
+        )));
+    }
+    contiguous(a.as_any(), "uint8")
+}
+
 fn not_numbers(name: &str, got: &str) -> PyErr {
     PyTypeError::new_err(format!(
         "{name} must hold numbers (bool, int or float), got {got}"

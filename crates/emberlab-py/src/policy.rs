@@ -2,7 +2,7 @@
 //! `ember eval` loads it (the same learner, weights and observation statistics), with the
 //! GIL released while it acts.
 
-use crate::arrays::{floats, shape_str, to_numpy};
+use crate::arrays::{bytes, floats, shape_str, to_numpy};
 use crate::envs::space_dict;
 use emberlab_algo::ActionBuf;
 use emberlab_run::RunPolicy;
@@ -19,6 +19,7 @@ pub struct PyPolicy {
     inner: Mutex<RunPolicy>,
     run: PathBuf,
     obs_dim: usize,
+    images: Option<[usize; 3]>,
 }
 
 impl PyPolicy {
@@ -49,17 +50,89 @@ pub fn load_policy(py: Python<'_>, run: PathBuf, best: bool) -> PyResult<PyPolic
         .map_err(|e| PyValueError::new_err(e.chain()))?;
     Ok(PyPolicy {
         obs_dim: policy.obs_dim(),
+        images: policy.images(),
         inner: Mutex::new(policy),
         run,
     })
+}
+
+impl PyPolicy {
+    /// [`PyPolicy::act`] for a policy on images: uint8 stacks `(c, h, w)` or `(n, c, h,
+    /// w)`, or channels last as SB3's `VecFrameStack` gives them (`(h, w, c)`, `(n, h, w,
+    /// c)`); int64 actions `()` / `(n,)`.
+    fn act_frames<'py>(
+        &self,
+        py: Python<'py>,
+        obs: &Bound<'py, PyAny>,
+        [c, h, w]: [usize; 3],
+        deterministic: bool,
+    ) -> PyResult<Bound<'py, PyUntypedArray>> {
+        let values = bytes(obs, "obs")?;
+        let shape = values.shape.as_slice();
+        let (batched, last) = match shape {
+            [a, b, d] if [*a, *b, *d] == [c, h, w] => (false, false),
+            [a, b, d] if [*a, *b, *d] == [h, w, c] => (false, true),
+            [n, a, b, d] if *n > 0 && [*a, *b, *d] == [c, h, w] => (true, false),
+            [n, a, b, d] if *n > 0 && [*a, *b, *d] == [h, w, c] => (true, true),
+            got => {
+                return Err(PyValueError::new_err(format!(
+                    "obs has shape {}, expected uint8 stacks ({c}, {h}, {w}) or (n, {c}, {h}, \
+                     {w}), or channels last ({h}, {w}, {c}) / (n, {h}, {w}, {c}) as SB3's \
+                     VecFrameStack gives them",
+                    shape_str(got)
+                )));
+            }
+        };
+        let rows = if batched { shape[0] } else { 1 };
+        let data = values.data();
+        let actions = py
+            .detach(|| {
+                let first;
+                let stacks = if last {
+                    first = channels_first(data, rows, [c, h, w]);
+                    &first[..]
+                } else {
+                    data
+                };
+                self.lock().act_frames(stacks, !deterministic)
+            })
+            .map_err(|e| PyValueError::new_err(e.chain()))?;
+        let ActionBuf::Discrete(a) = actions else {
+            return Err(PyValueError::new_err(
+                "a policy on images acts in a Discrete space",
+            ));
+        };
+        let a: Vec<i64> = a.into_iter().map(|i| i as i64).collect();
+        let shape: &[usize] = if batched { &[rows] } else { &[] };
+        Ok(to_numpy(py, a, shape)?
+            .into_any()
+            .cast_into::<PyUntypedArray>()?)
+    }
+}
+
+/// `rows` stacks `(h, w, c)` (channels last) as `(c, h, w)`.
+fn channels_first(data: &[u8], rows: usize, [c, h, w]: [usize; 3]) -> Vec<u8> {
+    let mut out = vec![0u8; data.len()];
+    let plane = h * w;
+    for r in 0..rows {
+        let (src, dst) = (&data[r * c * plane..], &mut out[r * c * plane..]);
+        for p in 0..plane {
+            for k in 0..c {
+                dst[k * plane + p] = src[p * c + k];
+            }
+        }
+    }
+    out
 }
 
 #[pymethods]
 impl PyPolicy {
     /// The actions for one observation (shape `(obs_dim,)`) or a batch (`(n, obs_dim)`):
     /// float32 `(act_dim,)` / `(n, act_dim)` for a `Box` action space, int64 `()` / `(n,)`
-    /// for a `Discrete` one. `deterministic=False` acts with the behaviour policy the run
-    /// trained with (sampled actions, ε-greedy).
+    /// for a `Discrete` one. A policy on images (an Atari run, `frame_stack` not `None`)
+    /// takes uint8 stacks `(4, 84, 84)` / `(n, 4, 84, 84)`, or channels last as SB3's
+    /// `VecFrameStack` gives them (`(84, 84, 4)`, `(n, 84, 84, 4)`). `deterministic=False`
+    /// acts with the behaviour policy the run trained with (sampled actions, ε-greedy).
     #[pyo3(signature = (obs, deterministic=true))]
     fn act<'py>(
         &self,
@@ -67,6 +140,9 @@ impl PyPolicy {
         obs: &Bound<'py, PyAny>,
         deterministic: bool,
     ) -> PyResult<Bound<'py, PyUntypedArray>> {
+        if let Some(stack) = self.images {
+            return self.act_frames(py, obs, stack, deterministic);
+        }
         let values = floats(obs, "obs")?;
         let (rows, batched) = match values.shape.as_slice() {
             [d] if *d == self.obs_dim => (1, false),
@@ -104,10 +180,17 @@ impl PyPolicy {
         Ok(array.cast_into::<PyUntypedArray>()?)
     }
 
-    /// Width of one observation.
+    /// Width of one observation (for a policy on images, the bytes of one stack).
     #[getter]
     fn obs_dim(&self) -> usize {
         self.obs_dim
+    }
+
+    /// `(c, h, w)` of the uint8 frame stacks a policy on images reads (an Atari run:
+    /// `(4, 84, 84)`); `None` for a policy of vectors.
+    #[getter]
+    fn frame_stack(&self) -> Option<(usize, usize, usize)> {
+        self.images.map(|[c, h, w]| (c, h, w))
     }
 
     /// The action space, as a dict (see `emberlab/gym.py`).

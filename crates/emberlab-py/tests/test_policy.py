@@ -113,6 +113,55 @@ def test_a_batch_acts_as_its_rows_and_as_the_onnx_model(runs, tmp_path):
             np.testing.assert_allclose(batch, onnx, rtol=0, atol=1e-4)
 
 
+@pytest.fixture(scope="module")
+def pong(tmp_path_factory):
+    """A tiny PPO run on Pong (2 games, 2 rollouts of 64 steps) trained with ``ember train``;
+    its games run in workers on ``EMBER_PY_PYTHON`` (gymnasium, ale-py, SB3)."""
+    python = os.environ.get("EMBER_PY_PYTHON")
+    if not python:
+        pytest.fail("EMBER_PY_PYTHON is unset: the Atari run's workers need it")
+    root = tmp_path_factory.mktemp("pong")
+    args = ["train", "ppo", "--env", "PongNoFrameskip-v4", "--steps", "256", "--quiet"]
+    for setting in ["num_envs=2", "on_policy.n_steps=64", "on_policy.eval_episodes=0"]:
+        args += ["--set", setting]
+    out = subprocess.run(
+        [ember_bin(), *args, "--out", "pong"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EMBER_PYTHON": python},
+    )
+    assert out.returncode == 0, f"ember {' '.join(args)} failed:\n{out.stderr}"
+    return root / "pong"
+
+
+def test_an_atari_policy_acts_on_frame_stacks_as_its_onnx_model(pong, tmp_path):
+    import onnxruntime as ort
+
+    policy = emberlab.load_policy(pong)
+    assert policy.frame_stack == (4, 84, 84) and policy.obs_dim == 4 * 84 * 84
+    assert policy.action_space["n"] == 6
+    rng = np.random.default_rng(1)
+    stacks = rng.integers(0, 256, size=(64, 4, 84, 84), dtype=np.uint8)
+    batch = policy.act(stacks)
+    assert batch.dtype == np.int64 and batch.shape == (64,)
+    assert policy.act(stacks[0]).shape == ()
+    np.testing.assert_array_equal(np.stack([policy.act(s) for s in stacks]), batch)
+    # SB3's VecFrameStack gives channels last: the same stacks, the same actions.
+    np.testing.assert_array_equal(policy.act(np.transpose(stacks, (0, 2, 3, 1))), batch)
+    model = tmp_path / "pong.onnx"
+    ember_cmd("export", str(pong), "--onnx", str(model), cwd=tmp_path)
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    (onnx,) = session.run(["action"], {"obs": stacks})
+    np.testing.assert_array_equal(batch, onnx)
+    sampled = policy.act(stacks, deterministic=False)
+    assert sampled.shape == (64,) and ((sampled >= 0) & (sampled < 6)).all()
+    with pytest.raises(TypeError, match="uint8"):
+        policy.act(stacks.astype(np.float32))
+    with pytest.raises(ValueError, match=r"\(4, 84, 84\)"):
+        policy.act(stacks[:, :3])
+
+
 def test_sampled_actions_explore_inside_the_box(runs):
     policy = emberlab.load_policy(runs["sac"])
     space = policy.action_space

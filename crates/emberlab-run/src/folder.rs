@@ -16,6 +16,61 @@ pub const CHECKPOINT: &str = "checkpoint";
 pub const BEST: &str = "best";
 /// The resolved config of a run.
 pub const CONFIG: &str = "config.toml";
+/// What a run on images observes and does ([`FrameSpaces`]), so that its policy loads
+/// without starting a game.
+pub const FRAMES: &str = "frames.toml";
+
+/// The observations and actions of a run on images: stacks of `stack = [c, h, w]` `u8`
+/// frames (`c` = frames stacked × channels) and `actions` discrete actions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameSpaces {
+    /// `[c, h, w]` of one observation.
+    pub stack: [usize; 3],
+    /// Number of discrete actions.
+    pub actions: usize,
+}
+
+impl FrameSpaces {
+    /// Writes `frames.toml` into the run folder `dir` (through a temporary file and a
+    /// rename).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        let text = toml::to_string(self)
+            .map_err(|e| RunError::Config(format!("cannot write {FRAMES}: {e}")))?;
+        let (path, tmp) = (dir.join(FRAMES), dir.join(format!("{FRAMES}.tmp")));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .context_with(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Reads `frames.toml` of the run folder `dir`; `None` when the run has none (a run of
+    /// vectors, or one started before the file was written).
+    ///
+    /// # Errors
+    /// A file that cannot be read or does not parse, or an empty shape or action set.
+    pub fn load(dir: &Path) -> Result<Option<Self>> {
+        let path = dir.join(FRAMES);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path)
+            .context_with(|| format!("cannot read {}", path.display()))?;
+        let spaces: FrameSpaces = toml::from_str(&text)
+            .map_err(|e| RunError::Config(format!("{}: {e}", path.display())))?;
+        if spaces.stack.contains(&0) || spaces.actions == 0 {
+            return Err(RunError::Config(format!(
+                "{}: stack {:?} and {} actions; every size must be >= 1",
+                path.display(),
+                spaces.stack,
+                spaces.actions
+            )));
+        }
+        Ok(Some(spaces))
+    }
+}
 
 /// The config of the run in `dir` (for `--resume`, `ember eval`, a run's policy).
 ///

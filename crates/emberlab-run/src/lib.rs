@@ -36,7 +36,9 @@ pub mod registry;
 
 pub use config::{Flags, RunConfig};
 pub use error::{Result, RunError};
-pub use folder::{BEST, CHECKPOINT, CONFIG, load_config, load_weights, obs_normalizer};
+pub use folder::{
+    BEST, CHECKPOINT, CONFIG, FRAMES, FrameSpaces, load_config, load_weights, obs_normalizer,
+};
 pub use kinds::{Kind, LearnerConfig, LearnerKind, PresetSource, TrainerKind};
 pub use learners::{OffPolicy, OnPolicy, RunLearner, Served, Trainee, devices};
 pub use policy::RunPolicy;

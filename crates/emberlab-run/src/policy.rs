@@ -2,7 +2,8 @@
 //! weights and observation statistics; greedy or exploring actions, and the policy as ONNX.
 
 use crate::error::Result;
-use crate::folder::{load_config, load_weights, obs_normalizer};
+use crate::error::RunError;
+use crate::folder::{FRAMES, FrameSpaces, load_config, load_weights, obs_normalizer};
 use crate::learners::{RunLearner, devices};
 use emberlab_algo::ActionBuf;
 use emberlab_core::Space;
@@ -24,20 +25,23 @@ pub struct RunPolicy {
 
 impl RunPolicy {
     /// The policy of the run folder `run`: its last checkpoint, or its best evaluation's
-    /// weights (`best`).
+    /// weights (`best`). A run on images ([`FrameSpaces`] in its folder) loads as
+    /// [`RunPolicy::load_frames`] does.
     ///
     /// # Errors
     /// A folder without a config or weights, or weights of another architecture.
     pub fn load(run: &Path, best: bool) -> Result<Self> {
         let config = load_config(run)?;
+        if let Some(spaces) = FrameSpaces::load(run)? {
+            return Self::load_frames(run, best, spaces.stack, spaces.actions);
+        }
         if emberlab_env::is_atari_id(&config.env) {
-            return Err(emberlab_core::Error::Unavailable {
-                what: format!("{} (an Atari run) as a policy of vectors", run.display()),
-                hint: "load it with `RunPolicy::load_frames` (its stacks [4, 84, 84] and the \
-                       game's number of actions), as `ember export` does"
-                    .into(),
-            }
-            .into());
+            return Err(RunError::Folder(format!(
+                "{} is a run on images without {FRAMES} (written by `ember train` since \
+                 2026-11-30, also on `--resume`): load it with `RunPolicy::load_frames` and \
+                 the game's stack shape and actions, as `ember export` does",
+                run.display()
+            )));
         }
         let env = emberlab_env::make(&config.env)?;
         let mut learner = config.build_learner(
@@ -115,14 +119,15 @@ impl RunPolicy {
         self.act_with(obs, false)
     }
 
-    /// The greedy actions for uint8 frame stacks (`rows × c × h × w` bytes, oldest frame
-    /// first) of a policy on images ([`RunPolicy::load_frames`]).
+    /// The actions for uint8 frame stacks (`rows × c × h × w` bytes, oldest frame first)
+    /// of a policy on images ([`RunPolicy::load_frames`]): greedy, or with `explore` the
+    /// behaviour policy the run trained with.
     ///
     /// # Errors
     /// Stacks of the wrong length, or a policy of vectors.
-    pub fn act_frames(&mut self, stacks: &[u8]) -> Result<ActionBuf> {
+    pub fn act_frames(&mut self, stacks: &[u8], explore: bool) -> Result<ActionBuf> {
         let mut out = ActionBuf::for_space(&self.action_space);
-        self.learner.agent().act_pixels(stacks, false, &mut out)?;
+        self.learner.agent().act_pixels(stacks, explore, &mut out)?;
         Ok(out)
     }
 

@@ -4,7 +4,7 @@
 //! Atari, the image encoder first, reading uint8 frame stacks.
 
 use anyhow::{Context, Result};
-use emberlab_run::{RunPolicy, load_config};
+use emberlab_run::{FrameSpaces, RunPolicy, load_config};
 use std::path::Path;
 
 /// Writes the ONNX model of `run`'s policy to `out` (whole or not at all); returns its size
@@ -20,17 +20,19 @@ pub fn export_onnx(run: &Path, best: bool, out: &Path) -> Result<usize> {
     Ok(bytes.len())
 }
 
-/// The policy of the run folder `run` ([`RunPolicy::load`]; for an Atari run,
-/// [`RunPolicy::load_frames`] with the frame stacks and actions of one of its games).
+/// The policy of the run folder `run` ([`RunPolicy::load`], which reads a run on images'
+/// `frames.toml`; for an Atari run without one, [`RunPolicy::load_frames`] with the frame
+/// stacks and actions of one of its games).
 ///
 /// # Errors
 /// What those return; for an Atari run, a game that cannot start or a build without the
 /// `gym` feature.
 pub fn load_policy(run: &Path, best: bool) -> Result<RunPolicy> {
     let config = load_config(run)?;
-    if !emberlab_env::is_atari_id(&config.env) {
+    if !emberlab_env::is_atari_id(&config.env) || FrameSpaces::load(run)?.is_some() {
         return Ok(RunPolicy::load(run, best)?);
     }
+    // A run started before `frames.toml` was written: one game says the shapes.
     #[cfg(feature = "gym")]
     {
         let game = super::train::one_atari_game(&config.env)?;

@@ -163,7 +163,11 @@ fn atari(
 ) -> Result<TrainReport> {
     let games = atari_games(&config.env);
     let mut env = emberlab_env::FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
-    let mut learner = config.build_pixel_learner(env.obs_shape(), env.actions(), devices)?;
+    let (stack, actions) = (env.obs_shape(), env.actions());
+    // What the policy reads and does, for `ember export` and `emberlab.load_policy`
+    // (written on resume too, for runs started before the file was).
+    emberlab_run::FrameSpaces { stack, actions }.save(session.dir)?;
+    let mut learner = config.build_pixel_learner(stack, actions, devices)?;
     match (learner.trainee(), &config.off_policy, &config.on_policy) {
         (Trainee::OffPolicy(mut l), Some(tc), _) => {
             let frame = env.frame_shape().iter().product();
