@@ -19,7 +19,12 @@
 //!    in use unless another is faster by more than [`MARGIN`]);
 //! 3. it keeps timing blocks, and tries again when the median of the last [`CHECK_BLOCKS`]
 //!    blocks moves more than [`DRIFT`] away from what the trial measured (another process
-//!    came or went), and every [`PERIOD_BLOCKS`] blocks in any case. A trial that keeps the
+//!    came or went), and after [`FIRST_PERIOD_BLOCKS`] blocks in any case, a period that
+//!    doubles after each such trial up to [`PERIOD_BLOCKS`]: the first trial runs in the
+//!    first updates of a run, where a transient can mislead it (on an Intel Xeon the REDQ
+//!    example's first trial timed parallel runs at twice their later cost in four runs of
+//!    six and kept sequential for the whole run, since a setting that stays as fast as its
+//!    trial said never drifts); the early re-trials correct that. A trial that keeps the
 //!    setting it had doubles the blocks that must pass before the next drift counts (an
 //!    update whose cost moves on its own, as DQN's bursts of 128 updates every 256 env
 //!    steps, stops paying for trials); one that changes it starts over.
@@ -42,7 +47,10 @@ pub const PRUNE: f64 = 1.5;
 pub const CHECK_BLOCKS: usize = 8;
 /// A median this many times slower or faster than the trial's starts a new trial.
 pub const DRIFT: f64 = 1.3;
-/// Blocks after which a trial runs again in any case.
+/// Blocks after the first trial before it is repeated in any case (a confirmation); the
+/// period doubles after each repetition, up to [`PERIOD_BLOCKS`].
+pub const FIRST_PERIOD_BLOCKS: u64 = 32;
+/// The longest period between two trials.
 pub const PERIOD_BLOCKS: u64 = 4096;
 /// A re-trial keeps the setting in use unless another's median is faster by more than this
 /// fraction: two settings within noise of each other would otherwise take turns, and each
@@ -77,11 +85,11 @@ pub struct Tuning {
     /// Each setting tried, with its median seconds per run (runs and what lies between
     /// them), in the order tried.
     pub tried: Vec<(Setting, f64)>,
-    /// Trials so far (the first, and those after the load changed).
+    /// Trials so far (the first, those after the load changed and the periodic ones).
     pub trials: u32,
     /// What started the last trial: the median of the recent blocks over the one the trial
     /// before measured (outside `[1/DRIFT, DRIFT]`); `None` for the first trial, and for one
-    /// after [`PERIOD_BLOCKS`] unless a drift held at the same time.
+    /// after the period ([`FIRST_PERIOD_BLOCKS`]) unless a drift held at the same time.
     pub drift: Option<f64>,
 }
 
@@ -126,6 +134,9 @@ pub(crate) struct Tuner {
     /// Blocks after a trial before a drift starts another (doubles while trials keep
     /// the same setting).
     holdoff: u64,
+    /// Blocks after a trial before the next one in any case ([`FIRST_PERIOD_BLOCKS`],
+    /// doubling up to [`PERIOD_BLOCKS`]).
+    period: u64,
     in_block: usize,
     block_start: Instant,
     tuning: Option<Tuning>,
@@ -164,6 +175,7 @@ impl Tuner {
             candidates,
             phase: Phase::Warmup { left: WARMUP_RUNS },
             holdoff: CHECK_BLOCKS as u64,
+            period: FIRST_PERIOD_BLOCKS,
             in_block: 0,
             block_start: Instant::now(),
             tuning: None,
@@ -292,7 +304,11 @@ impl Tuner {
                 let drift = (recent.len() == CHECK_BLOCKS && *blocks >= self.holdoff)
                     .then(|| median(recent) / *baseline)
                     .filter(|ratio| !(1.0 / DRIFT..=DRIFT).contains(ratio));
-                if n > 1 && (drift.is_some() || *blocks >= PERIOD_BLOCKS) {
+                let due = *blocks >= self.period;
+                if n > 1 && (drift.is_some() || due) {
+                    if due {
+                        self.period = (self.period * 2).min(PERIOD_BLOCKS);
+                    }
                     self.cause = drift;
                     self.start_trial(now);
                 }
@@ -459,9 +475,10 @@ mod tests {
     }
 
     #[test]
-    fn steady_runs_are_not_tried_again_before_the_period() {
+    fn steady_runs_are_tried_again_only_at_the_doubling_periods() {
         let mut t = Tuner::new(vec![PAR, SEQ]);
-        let runs = trial_runs(2) + 200 * BLOCK_RUNS;
+        let after = 200;
+        let runs = trial_runs(2) + after * BLOCK_RUNS;
         let used = drive(&mut t, runs, |s, run| {
             // ±10% of jitter, within DRIFT
             let jitter = 1.0 + 0.1 * ((run as f64) * 0.7).sin();
@@ -471,7 +488,40 @@ mod tests {
                 0.006 * jitter
             }
         });
-        assert!(used[trial_runs(2)..].iter().all(|s| *s == PAR));
-        assert_eq!(t.tuning().unwrap().trials, 1);
+        // Periodic trials after 32, 64, 128, ... blocks, each 2 · ROUNDS blocks long.
+        let (mut trials, mut at, mut period) = (1, 0, FIRST_PERIOD_BLOCKS as usize);
+        while at + period + 2 * ROUNDS <= after {
+            (trials, at, period) = (trials + 1, at + period + 2 * ROUNDS, period * 2);
+        }
+        let tuning = t.tuning().unwrap();
+        assert_eq!(
+            (tuning.chosen, tuning.trials, tuning.drift),
+            (PAR, trials, None)
+        );
+        assert_eq!(trials, 3, "trials after 32 and 64 blocks");
+        // Sequential ran only in the re-trials' blocks (up to ROUNDS each; fewer when
+        // pruned).
+        let seq = used[trial_runs(2)..].iter().filter(|s| **s == SEQ).count();
+        let most = (trials - 1) as usize * ROUNDS * BLOCK_RUNS;
+        assert!((1..=most).contains(&seq), "{seq} sequential runs");
+    }
+
+    #[test]
+    fn a_first_trial_misled_by_a_transient_is_corrected_by_the_confirmation() {
+        // Parallel runs cost twice their later time during the first trial (threads and
+        // allocator still warming): sequential wins it and, as steady as its trial said,
+        // never drifts. The confirmation after FIRST_PERIOD_BLOCKS chooses parallel.
+        let warm = trial_runs(2);
+        let mut t = Tuner::new(vec![PAR, SEQ]);
+        let runs = warm + (FIRST_PERIOD_BLOCKS as usize + 2 * ROUNDS + 8) * BLOCK_RUNS;
+        let used = drive(&mut t, runs, |s, run| match (s.threads, run < warm) {
+            (2, true) => 0.009,
+            (2, false) => 0.004,
+            _ => 0.006,
+        });
+        assert_eq!(used[warm], SEQ, "the first trial chose sequential");
+        let tuning = t.tuning().unwrap();
+        assert_eq!((tuning.chosen, tuning.trials, tuning.drift), (PAR, 2, None));
+        assert!(used[runs - 8 * BLOCK_RUNS..].iter().all(|s| *s == PAR));
     }
 }
