@@ -22,8 +22,8 @@
 //!    came or went), and after [`FIRST_PERIOD_BLOCKS`] blocks in any case, a period that
 //!    doubles after each such trial up to [`PERIOD_BLOCKS`]: the first trial runs in the
 //!    first updates of a run, where a transient can mislead it (on an Intel Xeon the REDQ
-//!    example's first trial timed parallel runs at twice their later cost in four runs of
-//!    six and kept sequential for the whole run, since a setting that stays as fast as its
+//!    example's first trial timed parallel runs at twice their later cost in five runs of
+//!    eight and kept sequential for the whole run, since a setting that stays as fast as its
 //!    trial said never drifts); the early re-trials correct that. A trial that keeps the
 //!    setting it had doubles the blocks that must pass before the next drift counts (an
 //!    update whose cost moves on its own, as DQN's bursts of 128 updates every 256 env
