@@ -12,8 +12,10 @@ use burn::optim::{
     RmsPropConfig, StateSink, StateSource,
 };
 use burn::tensor::{Device, Tensor, TensorData};
+use emberlab_kernels::helping;
 use serde::{Deserialize, Serialize};
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 /// Adam's first-moment decay (PyTorch's default).
 const BETA_1: f32 = 0.9;
@@ -115,11 +117,15 @@ impl Default for HostAdam {
 }
 
 /// One parameter's [`HostAdam`] state: the step count and both moments, row-major.
+///
+/// The moments are shared handles: a clone copies no values (an update steps a clone of
+/// the learner's optimizer and keeps the original until it commits), and a step writes
+/// new moments beside shared ones instead of copying them first.
 #[derive(Clone, Debug)]
 pub struct HostAdamState {
     time: usize,
-    moment_1: Vec<f32>,
-    moment_2: Vec<f32>,
+    moment_1: Arc<Vec<f32>>,
+    moment_2: Arc<Vec<f32>>,
 }
 
 impl HostAdamState {
@@ -127,8 +133,8 @@ impl HostAdamState {
     pub fn new(len: usize) -> Self {
         HostAdamState {
             time: 0,
-            moment_1: vec![0.0; len],
-            moment_2: vec![0.0; len],
+            moment_1: Arc::new(vec![0.0; len]),
+            moment_2: Arc::new(vec![0.0; len]),
         }
     }
 
@@ -184,11 +190,16 @@ impl HostAdam {
     /// One Adam step of `param` (updated in place) from `grad`.
     fn update(&self, lr: f32, param: &mut [f32], grad: &[f32], state: &mut HostAdamState) {
         let k = self.coefficients(lr, state);
-        adam_in_place(param, grad, &mut state.moment_1, &mut state.moment_2, k);
+        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
+        let (m, v) = (Arc::make_mut(m), Arc::make_mut(v));
+        adam_in_place(param, grad, m, v, k);
     }
 
     /// One Adam step from the parameter's values `old` into `new` (every element
-    /// written), the moments updated in place.
+    /// written); the moments are updated in place when this state alone holds them, and
+    /// written into new vectors when they are shared (with the original of a cloned
+    /// optimizer). Long parameters are stepped block by block with a thread that waits
+    /// for this one, if any ([`helping::share_each`]); the bits are the same.
     fn update_into(
         &self,
         lr: f32,
@@ -198,15 +209,48 @@ impl HostAdam {
         new: &mut [MaybeUninit<f32>],
     ) {
         let k = self.coefficients(lr, state);
-        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
         let n = old.len();
         assert!(
-            grad.len() == n && m.len() == n && v.len() == n && new.len() == n,
+            grad.len() == n && state.len() == n && new.len() == n,
             "HostAdam: parameter {n}, gradient {}, state {} values",
             grad.len(),
-            m.len()
+            state.len()
         );
-        adam_into(old, grad, m, v, new, k);
+        let share = helping::worth_sharing(n);
+        let (m, v) = (&mut state.moment_1, &mut state.moment_2);
+        if let (Some(m), Some(v)) = (Arc::get_mut(m), Arc::get_mut(v)) {
+            let moments = helping::chunks_mut(m).zip(helping::chunks_mut(v));
+            let blocks = moments.zip(helping::chunks(old).zip(helping::chunks(grad)));
+            let blocks = blocks.zip(helping::chunks_mut(new));
+            let step = |(((m, v), (old, grad)), new)| adam_into(old, grad, m, v, new, k);
+            match share {
+                true => helping::share_each(blocks.collect(), step),
+                false => blocks.for_each(step),
+            }
+            return;
+        }
+        let (mut m_new, mut v_new) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        {
+            let fresh = (m_new.spare_capacity_mut(), v_new.spare_capacity_mut());
+            let moments = (helping::chunks(m).zip(helping::chunks(v))).zip(
+                helping::chunks_mut(&mut fresh.0[..n]).zip(helping::chunks_mut(&mut fresh.1[..n])),
+            );
+            let blocks = moments.zip(helping::chunks(old).zip(helping::chunks(grad)));
+            let blocks = blocks.zip(helping::chunks_mut(new));
+            let step = |((((m, v), (m_new, v_new)), (old, grad)), new)| {
+                adam_moments_into(old, grad, [m, v], [m_new, v_new], new, k)
+            };
+            match share {
+                true => helping::share_each(blocks.collect(), step),
+                false => blocks.for_each(step),
+            }
+        }
+        // SAFETY: `adam_moments_into` wrote every one of the `n` values of both.
+        unsafe {
+            m_new.set_len(n);
+            v_new.set_len(n);
+        }
+        (state.moment_1, state.moment_2) = (Arc::new(m_new), Arc::new(v_new));
     }
 }
 
@@ -270,6 +314,32 @@ emberlab_kernels::multiversion! {
     }
 }
 
+emberlab_kernels::multiversion! {
+    /// Adam's pass from `old` into `new` with the moments read from `moments` and
+    /// written into `fresh` (every element of `new` and `fresh` written), vectorised at
+    /// the CPU's widest; the same arithmetic as [`adam_in_place`].
+    fn adam_moments_into(
+        old: &[f32],
+        grad: &[f32],
+        moments: [&[f32]; 2],
+        fresh: [&mut [MaybeUninit<f32>]; 2],
+        new: &mut [MaybeUninit<f32>],
+        k: Coefficients
+    ) {
+        let [m, v] = moments;
+        let [m_new, v_new] = fresh;
+        let n = old.len();
+        assert!(grad.len() == n && m.len() == n && v.len() == n, "Adam: lengths differ");
+        assert!(m_new.len() == n && v_new.len() == n && new.len() == n, "Adam: lengths differ");
+        for i in 0..n {
+            let (m, v) = k.moments(grad[i], m[i], v[i]);
+            m_new[i].write(m);
+            v_new[i].write(v);
+            new[i].write(k.stepped(old[i], m, v));
+        }
+    }
+}
+
 impl Optimizer for HostAdam {
     type State<const D: usize> = HostAdamState;
 
@@ -312,12 +382,12 @@ impl RecordState for HostAdamState {
         out.push_tensor(
             prefix,
             "moment_1",
-            TensorData::new(self.moment_1.clone(), [n]),
+            TensorData::new(self.moment_1.to_vec(), [n]),
         );
         out.push_tensor(
             prefix,
             "moment_2",
-            TensorData::new(self.moment_2.clone(), [n]),
+            TensorData::new(self.moment_2.to_vec(), [n]),
         );
     }
 
@@ -336,8 +406,8 @@ impl RecordState for HostAdamState {
             .ok()?;
         (moment_1.len() == moment_2.len()).then_some(HostAdamState {
             time: usize::try_from(*time.first()?).ok()?,
-            moment_1,
-            moment_2,
+            moment_1: Arc::new(moment_1),
+            moment_2: Arc::new(moment_2),
         })
     }
 }
@@ -428,6 +498,30 @@ mod tests {
             assert_eq!(crate::tensors::host(before), before_values);
             assert_ne!(before_values, values(&m)[..12].to_vec());
         }
+    }
+
+    /// An update steps a clone of the optimizer and keeps the original until it commits:
+    /// the clone's step (moments written beside the shared ones) leaves the original's
+    /// moments as they were, so the original steps to the same bits, and both agree with
+    /// an optimizer that was never cloned (moments stepped in place).
+    #[test]
+    fn stepping_a_clone_leaves_the_original_state_alone() {
+        let device = Device::flex().autodiff();
+        let mut original = ModuleOptimizer::from(HostAdam::default());
+        let mut alone = ModuleOptimizer::from(HostAdam::default());
+        let (mut m, mut n) = (toy(&device), toy(&device));
+        for step in 0..6 {
+            let mut clone = original.clone();
+            let from_clone = clone.step(1e-2, m.clone(), grads(&m, step, &device));
+            let from_original = original.step(1e-2, m.clone(), grads(&m, step, &device));
+            assert_eq!(values(&from_clone), values(&from_original), "step {step}");
+            let g = grads(&n, step, &device);
+            n = alone.step(1e-2, n, g);
+            assert_eq!(values(&from_clone), values(&n), "step {step}");
+            m = from_clone;
+            original = clone;
+        }
+        assert_ne!(values(&m), values(&toy(&device)), "the parameters moved");
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! SAC's update: the parallel schedule computes exactly what the sequential one computes,
-//! and a diverged loss is an error that changes nothing.
+//! and a diverged loss is an error that changes nothing; TD3's too, with networks large
+//! enough that the optimizer steps and Polyak averages are dealt out in blocks.
 
 mod common;
 
 use burn::tensor::Device;
-use emberlab_algo::{Devices, OffPolicyLearner, Sac, SacConfig, UpdateSchedule};
+use emberlab_algo::{Devices, OffPolicyLearner, Sac, SacConfig, Td3, Td3Config, UpdateSchedule};
 use emberlab_core::{Batch, BoxSpace, EmberRng, Error, Space};
 
 #[global_allocator]
@@ -41,8 +42,12 @@ fn batch(rng: &mut EmberRng, n: usize) -> Batch {
 }
 
 fn sac(schedule: UpdateSchedule, device: &Device) -> Sac {
+    sac_sized(schedule, device, 32)
+}
+
+fn sac_sized(schedule: UpdateSchedule, device: &Device, width: usize) -> Sac {
     let config = SacConfig {
-        hidden: vec![32, 32],
+        hidden: vec![width, width],
         update_schedule: schedule,
         seed: 11,
         ..SacConfig::default()
@@ -81,6 +86,74 @@ fn parallel_and_sequential_schedules_are_bit_identical() {
             seq.alpha() < 1.0,
             "{spec}: alpha moved from 1: {}",
             seq.alpha()
+        );
+    }
+}
+
+/// With 256-wide layers (65,536 and, for the twin critics, 131,072 values per weight),
+/// every optimizer step and Polyak average runs in blocks that a waiting thread may take:
+/// still the sequential schedule's bits, for SAC and for TD3 (whose actor steps every
+/// second update).
+#[test]
+fn large_networks_stepped_in_shared_blocks_keep_the_sequential_bits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let obs = Space::Box(BoxSpace::uniform(OBS, -1.0, 1.0).unwrap());
+    let act = Space::Box(BoxSpace::uniform(ACT, -2.0, 2.0).unwrap());
+    for spec in emberlab_backend::DeviceSpec::compiled_cpu() {
+        let device = spec.device().unwrap();
+        let td3 = |update_schedule| -> Td3 {
+            let config = Td3Config {
+                hidden: vec![256, 256],
+                update_schedule,
+                seed: 12,
+                ..Td3Config::default()
+            };
+            config.build(&obs, &act, &Devices::same(&device)).unwrap()
+        };
+        let td3_state = |t: &Td3| {
+            let mut all = common::bits(t.actor());
+            all.extend(common::bits(t.actor_target()));
+            all.extend(common::bits(t.critic()));
+            all.extend(common::bits(t.critic_target()));
+            all
+        };
+        let (mut seq, mut par) = (
+            td3(UpdateSchedule::Sequential),
+            td3(UpdateSchedule::Parallel),
+        );
+        let (mut sac_seq, mut sac_par) = (
+            sac_sized(UpdateSchedule::Sequential, &device, 256),
+            sac_sized(UpdateSchedule::Parallel, &device, 256),
+        );
+        let (initial, sac_initial) = (td3_state(&seq), state(&sac_seq));
+        assert_eq!(initial, td3_state(&par), "{spec}: same seed, same weights");
+        let mut rng = EmberRng::seed_from(6);
+        for step in 0..6 {
+            let b = batch(&mut rng, 64);
+            let (ms, mp) = (seq.update(&b, step).unwrap(), par.update(&b, step).unwrap());
+            assert_eq!(ms, mp, "{spec}: TD3 metrics at step {step}");
+            let (ms, mp) = (
+                sac_seq.update(&b, step).unwrap(),
+                sac_par.update(&b, step).unwrap(),
+            );
+            assert_eq!(ms, mp, "{spec}: SAC metrics at step {step}");
+        }
+        let after = td3_state(&seq);
+        assert_eq!(
+            after,
+            td3_state(&par),
+            "{spec}: TD3 weights after 6 updates"
+        );
+        assert_ne!(after, initial, "{spec}: the updates changed TD3's weights");
+        let sac_after = state(&sac_seq);
+        assert_eq!(
+            sac_after,
+            state(&sac_par),
+            "{spec}: SAC weights after 6 updates"
+        );
+        assert_ne!(
+            sac_after, sac_initial,
+            "{spec}: the updates changed SAC's weights"
         );
     }
 }

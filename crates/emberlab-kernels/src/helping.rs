@@ -147,6 +147,65 @@ pub fn share(blocks: usize, run: &(dyn Fn(usize) + Sync)) {
     );
 }
 
+/// Elements per block of a pass over a long buffer offered by [`share_each`]'s callers
+/// ([`chunks`]): 64 KiB of `f32`, large enough that taking a block costs nothing next to
+/// it, small enough that a 100k-element parameter gives both threads several.
+pub const ELEMENTWISE_BLOCK: usize = 16 * 1024;
+
+/// How many [`ELEMENTWISE_BLOCK`]s cover `len` elements; below two, a pass is not worth
+/// dividing ([`worth_sharing`]).
+fn blocks_of(len: usize) -> usize {
+    len.div_ceil(ELEMENTWISE_BLOCK)
+}
+
+/// Whether an elementwise pass over `len` elements is worth offering: it spans at least
+/// two [`ELEMENTWISE_BLOCK`]s. It is offered whether or not a thread waits now (offering
+/// costs a few microseconds, the pass tens or hundreds), so that a thread arriving at
+/// [`help_until`] while it runs takes the blocks left.
+pub fn worth_sharing(len: usize) -> bool {
+    blocks_of(len) >= 2
+}
+
+/// `slice` in consecutive [`ELEMENTWISE_BLOCK`]-long pieces (the last shorter), for
+/// zipping several buffers of one pass into [`share_each`]'s items.
+pub fn chunks<T>(slice: &[T]) -> std::slice::Chunks<'_, T> {
+    slice.chunks(ELEMENTWISE_BLOCK)
+}
+
+/// As [`chunks`], mutably.
+pub fn chunks_mut<T>(slice: &mut [T]) -> std::slice::ChunksMut<'_, T> {
+    slice.chunks_mut(ELEMENTWISE_BLOCK)
+}
+
+/// Calls `run` once on each item, on this thread and on any thread waiting in
+/// [`help_until`] meanwhile, including one that arrives while the items run ([`share`]);
+/// returns when all are done. For an elementwise pass
+/// over long buffers, each item a block of each buffer ([`chunks`], [`chunks_mut`]), so
+/// that every element's value is computed by the same code whoever takes its block.
+///
+/// # Panics
+/// If `run` panics on an item (on a helper: here, once every item is done).
+pub fn share_each<T: Send>(items: Vec<T>, run: impl Fn(T) + Sync) {
+    if items.len() < 2 {
+        items.into_iter().for_each(run);
+        return;
+    }
+    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    share(slots.len(), &|i| {
+        let item = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(item) = item {
+            run(item);
+        }
+    });
+}
+
+/// The least time a thread with nothing left to do in a parallel run spends looking for
+/// work to take before it blocks, even where the run's waits block at once (the update
+/// tuner's choice on some machines): the other thread's long elementwise passes (an
+/// optimizer step over a large network) start right after it has released the gate, and
+/// a helper found within this window halves them.
+pub const HELP_FLOOR: Duration = Duration::from_micros(30);
+
 /// Spins until `ready()` says yes or `budget` of spinning has passed, running blocks of
 /// work [`share`]d meanwhile by threads whose denormal mode is this thread's; says whether
 /// it became ready. A block taken is finished before `ready` is asked again.
@@ -220,6 +279,44 @@ mod tests {
         assert!((1..64).contains(&h), "the helper ran {h} of 64 blocks");
         assert!(!wanted());
         assert!(!OFFERED.load(Ordering::Relaxed));
+    }
+
+    /// An elementwise pass dealt out in blocks: every element is written once, by the
+    /// same arithmetic, and a waiting thread takes some of the blocks.
+    #[test]
+    fn each_block_of_an_elementwise_pass_is_written_once_and_shared() {
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let n = ELEMENTWISE_BLOCK * 5 + 17;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+        let mut y = vec![f32::NAN; n];
+        let stop = AtomicBool::new(false);
+        let owner = std::thread::current().id();
+        let helped = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            let helper = s.spawn(|| {
+                help_until(Duration::from_secs(30), || stop.load(Ordering::Acquire));
+            });
+            while !wanted() {
+                std::hint::spin_loop();
+            }
+            assert!(worth_sharing(n) && !worth_sharing(ELEMENTWISE_BLOCK));
+            let items: Vec<_> = chunks(&x).zip(chunks_mut(&mut y)).collect();
+            assert_eq!(items.len(), 6);
+            share_each(items, |(x, y): (&[f32], &mut [f32])| {
+                for (y, x) in y.iter_mut().zip(x) {
+                    *y = x * 2.0 + 1.0;
+                }
+                if std::thread::current().id() != owner {
+                    helped.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(3));
+            });
+            stop.store(true, Ordering::Release);
+            helper.join().unwrap();
+        });
+        assert!(y.iter().zip(&x).all(|(y, x)| *y == x * 2.0 + 1.0));
+        let h = helped.load(Ordering::Relaxed);
+        assert!((1..6).contains(&h), "the helper took {h} of 6 blocks");
     }
 
     #[test]

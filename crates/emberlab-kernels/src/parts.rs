@@ -21,7 +21,9 @@
 //! threads' large matrix products while it waits ([`crate::helping`]), so a small part
 //! beside a large one still pays, and so does a run of fewer parts than threads: a thread
 //! without parts goes straight to the gate and helps there (TD3's updates without an actor
-//! step, one part: +8.6% end to end on Pendulum). [`Parts::sequential`] computes every part in order on
+//! step, one part: +8.6% end to end on Pendulum). After committing, a thread waits in the
+//! same way for the others' commits, taking blocks of their long elementwise passes (an
+//! optimizer step over a large network). [`Parts::sequential`] computes every part in order on
 //! the calling thread, then commits every part in order. [`Parts::auto`] picks between
 //! them (and between spinning and blocking waits) by timing the first runs on the machine
 //! it runs on, and tries again when the load changes ([`tuner`]).
@@ -437,6 +439,7 @@ fn on_thread(what: &str, group: Vec<(usize, Job<'_>)>, gate: &Gate, cap: Option<
             }
         }
     }
+    gate.leave();
     done
 }
 
@@ -444,6 +447,8 @@ fn on_thread(what: &str, group: Vec<(usize, Job<'_>)>, gate: &Gate, cap: Option<
 struct Gate {
     threads: usize,
     arrived: AtomicUsize,
+    /// Threads done committing.
+    left: AtomicUsize,
     state: Mutex<GateState>,
     all_arrived: Condvar,
 }
@@ -457,6 +462,7 @@ impl Gate {
         Gate {
             threads,
             arrived: AtomicUsize::new(0),
+            left: AtomicUsize::new(0),
             state: Mutex::new(GateState { ok: true }),
             all_arrived: Condvar::new(),
         }
@@ -475,12 +481,26 @@ impl Gate {
             }
         }
         let all = || self.arrived.load(Ordering::Acquire) == self.threads;
-        spun(crate::helping::help_until(spin_budget(), all));
+        let budget = spin_budget().max(crate::helping::HELP_FLOOR);
+        spun(crate::helping::help_until(budget, all));
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while self.arrived.load(Ordering::Acquire) < self.threads {
             s = self.all_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
         }
         s.ok
+    }
+
+    /// Reports that this thread has committed its parts and, within the spin budget,
+    /// waits for the others to commit theirs, taking blocks of their long elementwise
+    /// passes meanwhile (an optimizer's step over a large network, a target's Polyak
+    /// average: [`crate::helping::share_each`]). Past the budget it goes on; the run's
+    /// join waits for the rest.
+    fn leave(&self) {
+        if self.left.fetch_add(1, Ordering::AcqRel) + 1 < self.threads {
+            let all = || self.left.load(Ordering::Acquire) == self.threads;
+            let budget = spin_budget().max(crate::helping::HELP_FLOOR);
+            crate::helping::help_until(budget, all);
+        }
     }
 }
 
