@@ -216,17 +216,14 @@ impl HostAdam {
             grad.len(),
             state.len()
         );
-        let share = helping::worth_sharing(n);
         let (m, v) = (&mut state.moment_1, &mut state.moment_2);
         if let (Some(m), Some(v)) = (Arc::get_mut(m), Arc::get_mut(v)) {
             let moments = helping::chunks_mut(m).zip(helping::chunks_mut(v));
             let blocks = moments.zip(helping::chunks(old).zip(helping::chunks(grad)));
             let blocks = blocks.zip(helping::chunks_mut(new));
-            let step = |(((m, v), (old, grad)), new)| adam_into(old, grad, m, v, new, k);
-            match share {
-                true => helping::share_each(blocks.collect(), step),
-                false => blocks.for_each(step),
-            }
+            helping::share_each(blocks, |(((m, v), (old, grad)), new)| {
+                adam_into(old, grad, m, v, new, k)
+            });
             return;
         }
         let (mut m_new, mut v_new) = (Vec::with_capacity(n), Vec::with_capacity(n));
@@ -237,13 +234,9 @@ impl HostAdam {
             );
             let blocks = moments.zip(helping::chunks(old).zip(helping::chunks(grad)));
             let blocks = blocks.zip(helping::chunks_mut(new));
-            let step = |((((m, v), (m_new, v_new)), (old, grad)), new)| {
+            helping::share_each(blocks, |((((m, v), (m_new, v_new)), (old, grad)), new)| {
                 adam_moments_into(old, grad, [m, v], [m_new, v_new], new, k)
-            };
-            match share {
-                true => helping::share_each(blocks.collect(), step),
-                false => blocks.for_each(step),
-            }
+            });
         }
         // SAFETY: `adam_moments_into` wrote every one of the `n` values of both.
         unsafe {

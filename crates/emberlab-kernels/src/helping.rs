@@ -149,22 +149,9 @@ pub fn share(blocks: usize, run: &(dyn Fn(usize) + Sync)) {
 
 /// Elements per block of a pass over a long buffer offered by [`share_each`]'s callers
 /// ([`chunks`]): 64 KiB of `f32`, large enough that taking a block costs nothing next to
-/// it, small enough that a 100k-element parameter gives both threads several.
+/// it, small enough that a 100k-element parameter gives both threads several. A pass of
+/// one block is not offered.
 pub const ELEMENTWISE_BLOCK: usize = 16 * 1024;
-
-/// How many [`ELEMENTWISE_BLOCK`]s cover `len` elements; below two, a pass is not worth
-/// dividing ([`worth_sharing`]).
-fn blocks_of(len: usize) -> usize {
-    len.div_ceil(ELEMENTWISE_BLOCK)
-}
-
-/// Whether an elementwise pass over `len` elements is worth offering: it spans at least
-/// two [`ELEMENTWISE_BLOCK`]s. It is offered whether or not a thread waits now (offering
-/// costs a few microseconds, the pass tens or hundreds), so that a thread arriving at
-/// [`help_until`] while it runs takes the blocks left.
-pub fn worth_sharing(len: usize) -> bool {
-    blocks_of(len) >= 2
-}
 
 /// `slice` in consecutive [`ELEMENTWISE_BLOCK`]-long pieces (the last shorter), for
 /// zipping several buffers of one pass into [`share_each`]'s items.
@@ -179,18 +166,20 @@ pub fn chunks_mut<T>(slice: &mut [T]) -> std::slice::ChunksMut<'_, T> {
 
 /// Calls `run` once on each item, on this thread and on any thread waiting in
 /// [`help_until`] meanwhile, including one that arrives while the items run ([`share`]);
-/// returns when all are done. For an elementwise pass
-/// over long buffers, each item a block of each buffer ([`chunks`], [`chunks_mut`]), so
-/// that every element's value is computed by the same code whoever takes its block.
+/// returns when all are done. For an elementwise pass over buffers, each item a block of
+/// each buffer ([`chunks`], [`chunks_mut`]), so that every element's value is computed by
+/// the same code whoever takes its block. Two items or more are offered whether or not a
+/// thread waits now (offering costs a few microseconds, a block tens); a single item runs
+/// here without an offer.
 ///
 /// # Panics
 /// If `run` panics on an item (on a helper: here, once every item is done).
-pub fn share_each<T: Send>(items: Vec<T>, run: impl Fn(T) + Sync) {
+pub fn share_each<T: Send>(items: impl ExactSizeIterator<Item = T>, run: impl Fn(T) + Sync) {
     if items.len() < 2 {
-        items.into_iter().for_each(run);
+        items.for_each(run);
         return;
     }
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let slots: Vec<Mutex<Option<T>>> = items.map(|t| Mutex::new(Some(t))).collect();
     share(slots.len(), &|i| {
         let item = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(item) = item {
@@ -299,8 +288,14 @@ mod tests {
             while !wanted() {
                 std::hint::spin_loop();
             }
-            assert!(worth_sharing(n) && !worth_sharing(ELEMENTWISE_BLOCK));
-            let items: Vec<_> = chunks(&x).zip(chunks_mut(&mut y)).collect();
+            // A pass of one block is not offered: it runs here.
+            let mut one = vec![0.0f32; ELEMENTWISE_BLOCK];
+            share_each(chunks_mut(&mut one), |block: &mut [f32]| {
+                assert_eq!(std::thread::current().id(), owner, "one block ran here");
+                block.fill(1.0);
+            });
+            assert!(one.iter().all(|v| *v == 1.0));
+            let items = chunks(&x).zip(chunks_mut(&mut y));
             assert_eq!(items.len(), 6);
             share_each(items, |(x, y): (&[f32], &mut [f32])| {
                 for (y, x) in y.iter_mut().zip(x) {

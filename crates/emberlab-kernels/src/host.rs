@@ -120,20 +120,14 @@ mod flex {
             {
                 let mut out: Vec<f32> = Vec::with_capacity(va.len());
                 let n = va.len();
-                let out_values = &mut out.spare_capacity_mut()[..n];
-                if crate::helping::worth_sharing(n) {
-                    // Block by block, with a thread that waits for this one (the same bits).
-                    use crate::helping::{chunks, chunks_mut};
-                    let blocks = chunks_mut(out_values)
-                        .zip(chunks(va).zip(chunks(vb)))
-                        .collect();
-                    crate::helping::share_each(blocks, |(out, (a, b))| {
-                        crate::kernels::lerp_into(out, a, b, ka, kb)
-                    });
-                } else {
-                    crate::kernels::lerp_into(out_values, va, vb, ka, kb);
-                }
-                // SAFETY: `lerp_into` wrote all `n` values.
+                // Block by block, with a thread that waits for this one (the same bits).
+                use crate::helping::{chunks, chunks_mut};
+                let blocks = chunks_mut(&mut out.spare_capacity_mut()[..n]);
+                let blocks = blocks.zip(chunks(va).zip(chunks(vb)));
+                crate::helping::share_each(blocks, |(out, (a, b))| {
+                    crate::kernels::lerp_into(out, a, b, ka, kb)
+                });
+                // SAFETY: `lerp_into` wrote every block, and the blocks cover all `n` values.
                 unsafe { out.set_len(n) };
                 return FlexTensor::from_data(TensorData::new(out, a.layout().shape().clone()));
             }

@@ -481,8 +481,7 @@ impl Gate {
             }
         }
         let all = || self.arrived.load(Ordering::Acquire) == self.threads;
-        let budget = spin_budget().max(crate::helping::HELP_FLOOR);
-        spun(crate::helping::help_until(budget, all));
+        spun(crate::helping::help_until(help_budget(), all));
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while self.arrived.load(Ordering::Acquire) < self.threads {
             s = self.all_arrived.wait(s).unwrap_or_else(|e| e.into_inner());
@@ -490,7 +489,7 @@ impl Gate {
         s.ok
     }
 
-    /// Reports that this thread has committed its parts and, within the spin budget,
+    /// Reports that this thread has committed its parts and, within [`help_budget`],
     /// waits for the others to commit theirs, taking blocks of their long elementwise
     /// passes meanwhile (an optimizer's step over a large network, a target's Polyak
     /// average: [`crate::helping::share_each`]). Past the budget it goes on; the run's
@@ -498,10 +497,15 @@ impl Gate {
     fn leave(&self) {
         if self.left.fetch_add(1, Ordering::AcqRel) + 1 < self.threads {
             let all = || self.left.load(Ordering::Acquire) == self.threads;
-            let budget = spin_budget().max(crate::helping::HELP_FLOOR);
-            crate::helping::help_until(budget, all);
+            crate::helping::help_until(help_budget(), all);
         }
     }
+}
+
+/// How long a thread of a run waits for the others while taking their blocks: the spin
+/// budget, and at least [`crate::helping::HELP_FLOOR`] even where waits block.
+fn help_budget() -> std::time::Duration {
+    spin_budget().max(crate::helping::HELP_FLOOR)
 }
 
 #[cfg(test)]
