@@ -76,6 +76,15 @@ impl Frozen<DiscreteQ> for FrozenMlp {
     }
 }
 
+/// An acting copy as it was before an update's part refreshed it early
+/// ([`ActingCopy::after_update_early`]): the module (its tensors shared, not copied) and the
+/// update count.
+#[derive(Debug)]
+pub struct ActingBefore<M> {
+    module: M,
+    since: u64,
+}
+
 /// The acting copy of a tanh-Gaussian policy with its host fast path (SAC, REDQ, CrossQ).
 pub type GaussianActing = ActingCopy<GaussianTanhPolicy, FrozenGaussianTanhPolicy>;
 
@@ -139,6 +148,25 @@ impl<M: Module, F: Frozen<M>> ActingCopy<M, F> {
             return true;
         }
         false
+    }
+
+    /// [`ActingCopy::after_update`] from inside an update's part, before the update has
+    /// committed: the refresh then runs while the update's other parts still step. The
+    /// returned [`ActingBefore`] goes to [`ActingCopy::put_back`] if the update fails, and is
+    /// dropped when it commits.
+    pub fn after_update_early(&mut self, online: &M) -> ActingBefore<M> {
+        let before = ActingBefore {
+            module: self.module.clone(),
+            since: self.since,
+        };
+        self.after_update(online);
+        before
+    }
+
+    /// Puts the copy back as it was before [`ActingCopy::after_update_early`] (its update
+    /// failed).
+    pub fn put_back(&mut self, before: ActingBefore<M>) {
+        self.restore(before.module, before.since);
     }
 
     /// Updates counted since the last refresh.

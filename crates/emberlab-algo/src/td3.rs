@@ -2,7 +2,7 @@
 //! box, twin critics (one fused [`CriticEnsemble`]) with the clipped double-Q target,
 //! target-policy smoothing, delayed actor and target updates, Gaussian exploration noise.
 
-use crate::acting::ActingCopy;
+use crate::acting::{ActingBefore, ActingCopy};
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
 use crate::config::{Validate, check_hidden, check_open_closed, check_positive, check_range};
@@ -285,6 +285,13 @@ type CriticStep = (CriticEnsemble, ModuleOptimizer, Option<CriticEnsemble>);
 /// The actor step's result: the stepped actor, its optimizer, its moved target.
 type ActorStep = (Mlp, ModuleOptimizer, Mlp);
 
+/// The acting copy an actor step refreshes early, and where it leaves the copy's state
+/// from before.
+type EarlyActing<'a> = (
+    &'a mut ActingCopy<Mlp, FrozenMlp>,
+    &'a mut Option<ActingBefore<Mlp>>,
+);
+
 impl Td3View<'_> {
     fn row(&self, v: &[f32], device: &Device) -> Tensor<2> {
         Tensor::from_data(TensorData::new(v.to_vec(), [1, self.dims.2]), device)
@@ -400,11 +407,14 @@ impl Td3View<'_> {
     }
 
     /// The delayed actor step: the shares' gradients summed; its commit steps a clone of
-    /// the actor and moves its target.
+    /// the actor and moves its target, and, given `early` (the parallel schedule), brings
+    /// the acting copy up to the stepped actor while the critic still steps, keeping what
+    /// puts it back if the update fails.
     fn actor_step<'a>(
         &'a self,
         grads: Vec<GradientsParams>,
         optim: &'a ModuleOptimizer,
+        early: Option<EarlyActing<'a>>,
     ) -> Part<'a, ActorStep> {
         part(move || {
             let grads = sum_gradients(self.actor, grads);
@@ -412,6 +422,9 @@ impl Td3View<'_> {
                 let (actor, optim) = stepped(self.actor, optim, self.config.learning_rate, grads);
                 crate::faults::site("td3.actor_step");
                 let target = polyak_update(self.actor_target.clone(), &actor, self.config.tau);
+                if let Some((acting, before)) = early {
+                    *before = Some(acting.after_update_early(&actor));
+                }
                 (actor, optim, target)
             })
         })
@@ -519,12 +532,24 @@ impl OffPolicyLearner for Td3 {
                 actor_loss += loss;
             }
         }
+        // Under the parallel schedule the actor step refreshes the acting copy beside the
+        // critic's step; put back below if the update fails.
+        let mut acting_before = None;
+        let early = (self.parts.threads() > 1).then_some((&mut self.acting, &mut acting_before));
         let parts = (
             view.critic_step(critic_grads, &self.critic_opt, actor_step),
-            actor_step.then(|| view.actor_step(actor_grads, &self.actor_opt)),
+            actor_step.then(|| view.actor_step(actor_grads, &self.actor_opt, early)),
         );
-        let ((critic, critic_opt, critic_target), actor_out) =
-            self.parts.run(&format!("TD3 step {step}"), parts)?;
+        let run = self.parts.run(&format!("TD3 step {step}"), parts);
+        let ((critic, critic_opt, critic_target), actor_out) = match run {
+            Ok(out) => out,
+            Err(e) => {
+                if let Some(before) = acting_before {
+                    self.acting.put_back(before);
+                }
+                return Err(e);
+            }
+        };
         let mut metrics = Metrics::default();
         metrics.push("critic_loss", critic_loss);
         (self.critic, self.critic_opt, self.rng) = (critic, critic_opt, rng);
@@ -534,7 +559,9 @@ impl OffPolicyLearner for Td3 {
         if let Some((actor, actor_opt, actor_target)) = actor_out {
             metrics.push("actor_loss", actor_loss);
             (self.actor, self.actor_opt, self.actor_target) = (actor, actor_opt, actor_target);
-            self.acting.after_update(&self.actor);
+            if acting_before.is_none() {
+                self.acting.after_update(&self.actor);
+            }
         }
         Ok(Update {
             metrics,

@@ -219,7 +219,7 @@ fn td3_parallel_updates_give_the_sequential_bits() {
 }
 
 /// Greedy actions of `s` for a few observations (through its acting copy).
-fn greedy_bits(s: &mut Sac) -> Vec<u32> {
+fn greedy_bits(s: &mut impl Agent) -> Vec<u32> {
     let act = Space::Box(BoxSpace::uniform(2, -1.0, 1.0).unwrap());
     let mut out = ActionBuf::for_space(&act);
     let obs: Vec<f32> = (0..2 * OBS).map(|i| i as f32 / 7.0 - 0.5).collect();
@@ -247,6 +247,24 @@ fn sac_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
     assert_eq!(greedy_bits(&mut s), before, "acting after a failed update");
     s.update(&good(&mut rng), 2).unwrap();
     assert_ne!(greedy_bits(&mut s), before, "acting after a good update");
+}
+
+#[test]
+fn td3_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
+    // As SAC: the parallel schedule refreshes the acting copy in the actor step's commit,
+    // beside the critic's.
+    let _serial = common::serial();
+    let mut t = td3(UpdateSchedule::Parallel, 1);
+    let mut rng = EmberRng::seed_from(4);
+    let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
+    t.update(&good(&mut rng), 0).unwrap();
+    let before = greedy_bits(&mut t);
+    faults::arm("td3.step");
+    let r = emberlab_core::Error::catch(|| "update".into(), || t.update(&good(&mut rng), 1));
+    assert!(r.is_err());
+    assert_eq!(greedy_bits(&mut t), before, "acting after a failed update");
+    t.update(&good(&mut rng), 2).unwrap();
+    assert_ne!(greedy_bits(&mut t), before, "acting after a good update");
 }
 
 #[test]

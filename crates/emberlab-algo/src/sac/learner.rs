@@ -4,7 +4,7 @@
 use super::SacConfig;
 use super::actor::{ActorGrads, ActorStep};
 use super::update::{ActorDone, ActorJob, CriticDone, CriticJob, Inputs};
-use crate::acting::GaussianActing;
+use crate::acting::{ActingBefore, GaussianActing};
 use crate::agent::{ActionBuf, Agent};
 use crate::checkpoint::Checkpoint;
 use crate::config::Validate;
@@ -56,7 +56,7 @@ pub struct Sac {
     /// The acting copy (module, updates since its refresh) from before the parallel
     /// schedule refreshed it while the critic half was still stepping; taken when the
     /// update commits, restored when it fails.
-    acting_undo: Option<(GaussianTanhPolicy, u64)>,
+    acting_undo: Option<ActingBefore<GaussianTanhPolicy>>,
     progress: Progress,
 }
 
@@ -216,8 +216,7 @@ impl Sac {
                     t
                 });
                 if parallel {
-                    *acting_undo = Some((acting.module().clone(), acting.since()));
-                    acting.after_update(&actor);
+                    *acting_undo = Some(acting.after_update_early(&actor));
                 }
                 ActorDone {
                     actor,
@@ -235,8 +234,8 @@ impl Sac {
 impl Sac {
     /// Puts the acting copy back as it was before a failed update refreshed it early.
     fn undo_acting(&mut self) {
-        if let Some((module, since)) = self.acting_undo.take() {
-            self.acting.restore(module, since);
+        if let Some(before) = self.acting_undo.take() {
+            self.acting.put_back(before);
         }
     }
 }
