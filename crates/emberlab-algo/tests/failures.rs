@@ -231,40 +231,47 @@ fn greedy_bits(s: &mut impl Agent) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn sac_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
-    // The parallel schedule refreshes the acting copy while the critic half is still
-    // stepping: a failure there must put it back.
-    let _serial = common::serial();
-    let mut s = sac(UpdateSchedule::Parallel);
+/// Under the parallel schedule the actor's part refreshes the acting copy in its commit,
+/// beside the critic's step: a failure there (`fault`) must put the copy back, and the next
+/// good update must move it.
+fn acts_as_before_when_the_critic_step_fails(
+    learner: &mut impl OffPolicyLearner,
+    fault: &'static str,
+) {
     let mut rng = EmberRng::seed_from(4);
     let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
-    s.update(&good(&mut rng), 0).unwrap();
-    let before = greedy_bits(&mut s);
-    faults::arm("sac.critic_step");
-    let r = emberlab_core::Error::catch(|| "update".into(), || s.update(&good(&mut rng), 1));
-    assert!(r.is_err());
-    assert_eq!(greedy_bits(&mut s), before, "acting after a failed update");
-    s.update(&good(&mut rng), 2).unwrap();
-    assert_ne!(greedy_bits(&mut s), before, "acting after a good update");
+    learner.update(&good(&mut rng), 0).unwrap();
+    let before = greedy_bits(learner);
+    faults::arm(fault);
+    let r = Error::catch(|| "update".into(), || learner.update(&good(&mut rng), 1));
+    assert!(r.is_err(), "{fault}");
+    assert_eq!(
+        greedy_bits(learner),
+        before,
+        "acting after a failed update ({fault})"
+    );
+    learner.update(&good(&mut rng), 2).unwrap();
+    assert_ne!(
+        greedy_bits(learner),
+        before,
+        "acting after a good update ({fault})"
+    );
+}
+
+#[test]
+fn sac_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
+    let _serial = common::serial();
+    acts_as_before_when_the_critic_step_fails(
+        &mut sac(UpdateSchedule::Parallel),
+        "sac.critic_step",
+    );
 }
 
 #[test]
 fn td3_acts_as_before_when_the_critic_step_fails_after_the_actor_stepped() {
-    // As SAC: the parallel schedule refreshes the acting copy in the actor step's commit,
-    // beside the critic's.
     let _serial = common::serial();
-    let mut t = td3(UpdateSchedule::Parallel, 1);
-    let mut rng = EmberRng::seed_from(4);
-    let good = |rng: &mut EmberRng| replay_batch(rng, 16, 2, |x| x as f32);
-    t.update(&good(&mut rng), 0).unwrap();
-    let before = greedy_bits(&mut t);
-    faults::arm("td3.step");
-    let r = emberlab_core::Error::catch(|| "update".into(), || t.update(&good(&mut rng), 1));
-    assert!(r.is_err());
-    assert_eq!(greedy_bits(&mut t), before, "acting after a failed update");
-    t.update(&good(&mut rng), 2).unwrap();
-    assert_ne!(greedy_bits(&mut t), before, "acting after a good update");
+    // A policy delay of 1: every update steps the actor.
+    acts_as_before_when_the_critic_step_fails(&mut td3(UpdateSchedule::Parallel, 1), "td3.step");
 }
 
 #[test]
