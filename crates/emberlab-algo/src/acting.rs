@@ -152,8 +152,8 @@ impl<M: Module, F: Frozen<M>> ActingCopy<M, F> {
 
     /// [`ActingCopy::after_update`] from inside an update's part, before the update has
     /// committed: the refresh then runs while the update's other parts still step. The
-    /// returned [`ActingBefore`] goes to [`ActingCopy::put_back`] if the update fails, and is
-    /// dropped when it commits.
+    /// returned [`ActingBefore`] goes to [`ActingCopy::failed`] if the update fails, and to
+    /// [`ActingCopy::committed`] when it commits.
     pub fn after_update_early(&mut self, online: &M) -> ActingBefore<M> {
         let before = ActingBefore {
             module: self.module.clone(),
@@ -163,10 +163,22 @@ impl<M: Module, F: Frozen<M>> ActingCopy<M, F> {
         before
     }
 
-    /// Puts the copy back as it was before [`ActingCopy::after_update_early`] (its update
-    /// failed).
-    pub fn put_back(&mut self, before: ActingBefore<M>) {
-        self.restore(before.module, before.since);
+    /// An update of `online` committed: counts it through [`ActingCopy::after_update`]
+    /// unless a part already did so early (`early` is what
+    /// [`ActingCopy::after_update_early`] returned, if it ran).
+    pub fn committed(&mut self, online: &M, early: Option<ActingBefore<M>>) {
+        if early.is_none() {
+            self.after_update(online);
+        }
+    }
+
+    /// An update failed: puts the copy back as it was before
+    /// [`ActingCopy::after_update_early`] if a part refreshed it early (`early` as in
+    /// [`ActingCopy::committed`]).
+    pub fn failed(&mut self, early: Option<ActingBefore<M>>) {
+        if let Some(before) = early {
+            self.restore(before.module, before.since);
+        }
     }
 
     /// Updates counted since the last refresh.

@@ -544,9 +544,7 @@ impl OffPolicyLearner for Td3 {
         let ((critic, critic_opt, critic_target), actor_out) = match run {
             Ok(out) => out,
             Err(e) => {
-                if let Some(before) = acting_before {
-                    self.acting.put_back(before);
-                }
+                self.acting.failed(acting_before);
                 return Err(e);
             }
         };
@@ -559,9 +557,7 @@ impl OffPolicyLearner for Td3 {
         if let Some((actor, actor_opt, actor_target)) = actor_out {
             metrics.push("actor_loss", actor_loss);
             (self.actor, self.actor_opt, self.actor_target) = (actor, actor_opt, actor_target);
-            if acting_before.is_none() {
-                self.acting.after_update(&self.actor);
-            }
+            self.acting.committed(&self.actor, acting_before);
         }
         Ok(Update {
             metrics,

@@ -231,15 +231,6 @@ impl Sac {
     }
 }
 
-impl Sac {
-    /// Puts the acting copy back as it was before a failed update refreshed it early.
-    fn undo_acting(&mut self) {
-        if let Some(before) = self.acting_undo.take() {
-            self.acting.put_back(before);
-        }
-    }
-}
-
 impl crate::agent::OnnxPolicy for Sac {
     /// `action = scale · tanh(μ(obs)) + bias` from the actor.
     fn onnx_outputs(
@@ -301,7 +292,7 @@ impl OffPolicyLearner for Sac {
         let (critic, actor) = match self.run_halves(job, &x, step) {
             Ok(done) => done,
             Err(e) => {
-                self.undo_acting();
+                self.acting.failed(self.acting_undo.take());
                 return Err(e);
             }
         };
@@ -317,10 +308,7 @@ impl OffPolicyLearner for Sac {
         }
         self.noise_rng = rng;
         self.sde.updated();
-        let refreshed_early = self.acting_undo.take().is_some();
-        if !refreshed_early {
-            self.acting.after_update(&self.actor);
-        }
+        self.acting.committed(&self.actor, self.acting_undo.take());
         let mut m = Metrics::default();
         m.push("critic_loss", critic_loss);
         m.push("actor_loss", actor_loss);
