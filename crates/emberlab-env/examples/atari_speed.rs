@@ -1,74 +1,69 @@
-//! Env steps per second of Atari games through [`AtariEnv`] (SB3's `AtariWrapper` in one
-//! worker process per game) with random actions, each frame pushed into a [`FrameStack`] of
-//! 4 as SB3's `VecFrameStack` stacks them: `--envs N` games stepped side by side, one thread
-//! each, for `--secs S` seconds. Compare with SB3's own stack in one process
-//! (`DummyVecEnv`), e.g. docs/plans/atari.md's 2,125 steps/s for 8 Pong games here.
+//! Env steps per second of Atari games through [`AtariEnv`] (SB3's `AtariWrapper` in
+//! Python workers) stepped together as training steps them: a [`FrameVecEnv`] of `--envs N`
+//! games stacked by 4 (SB3's `VecFrameStack`), random actions, for `--secs S` seconds, the
+//! games spread over `--workers W` worker processes (default: one per core,
+//! [`default_workers`]; `--workers N`: a worker per game). Compare with SB3's own stack
+//! (`benches/reference/sb3_atari_speed.py`).
 //!
 //! ```text
 //! EMBER_PYTHON=.venv-torch/bin/python cargo run --release -p emberlab-env --features gym \
-//!     --example atari_speed -- [--id PongNoFrameskip-v4] [--envs 8] [--secs 5]
+//!     --example atari_speed -- [--id PongNoFrameskip-v4] [--envs 8] [--workers 2] [--secs 5]
 //! ```
 
-use emberlab_env::{AtariConfig, AtariEnv, FrameStack};
+use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv, default_workers};
 use std::time::{Duration, Instant};
 
 fn main() -> emberlab_core::Result<()> {
     let mut args = std::env::args().skip(1);
-    let (mut id, mut envs, mut secs) = ("PongNoFrameskip-v4".to_string(), 8usize, 5.0f64);
+    let (mut id, mut envs, mut workers, mut secs) =
+        ("PongNoFrameskip-v4".to_string(), 8usize, None, 5.0f64);
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_default();
+        let number = |what: &str| {
+            value
+                .parse::<usize>()
+                .map_err(|_| emberlab_core::Error::invalid(what, &value, "a whole number"))
+        };
         match flag.as_str() {
-            "--id" => id = value,
-            "--envs" => envs = value.parse().unwrap_or(envs),
-            "--secs" => secs = value.parse().unwrap_or(secs),
+            "--id" => id = value.clone(),
+            "--envs" => envs = number("--envs")?,
+            "--workers" => workers = Some(number("--workers")?),
+            "--secs" => {
+                secs = value.parse().map_err(|_| {
+                    emberlab_core::Error::invalid("--secs", &value, "a number of seconds")
+                })?
+            }
             other => {
                 return Err(emberlab_core::Error::invalid(
                     "flag",
                     other,
-                    "--id, --envs or --secs",
+                    "--id, --envs, --workers or --secs",
                 ));
             }
         }
     }
-    let games = (0..envs)
-        .map(|_| AtariEnv::new(&id, &AtariConfig::default()))
-        .collect::<emberlab_core::Result<Vec<_>>>()?;
-    let until = Duration::from_secs_f64(secs);
-    let start = Instant::now();
-    let steps: Vec<emberlab_core::Result<u64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = games
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut env)| {
-                s.spawn(move || {
-                    let mut rng = emberlab_core::EmberRng::seed_from(i as u64);
-                    let [h, w] = env.frame_shape();
-                    let mut stack = FrameStack::new(4, h * w)?;
-                    stack.reset(env.reset(Some(i as u64))?)?;
-                    let mut n = 0u64;
-                    while start.elapsed() < until {
-                        let step = env.step(rng.below(env.actions() as u64) as usize)?;
-                        if step.terminated || step.truncated {
-                            stack.reset(env.reset(None)?)?;
-                        } else {
-                            stack.push(env.frame())?;
-                        }
-                        n += 1;
-                    }
-                    Ok(n)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a game thread"))
-            .collect()
-    });
-    let total: u64 = steps.into_iter().sum::<emberlab_core::Result<u64>>()?;
+    let workers = workers.unwrap_or_else(|| default_workers(envs));
+    let python = std::env::var(emberlab_env::PYTHON_VAR).unwrap_or_else(|_| "python3".into());
+    let games = AtariEnv::in_workers(&id, &AtariConfig::default(), &python, envs, workers)?;
+    let games = games.into_iter().map(|g| Box::new(g) as Box<dyn FrameEnv>);
+    let mut env = FrameVecEnv::new(games.collect(), 4)?;
+    let mut rng = emberlab_core::EmberRng::seed_from(0);
+    env.reset(Some(0))?;
+    let mut actions = vec![0usize; envs];
+    let (until, start) = (Duration::from_secs_f64(secs), Instant::now());
+    let mut steps = 0u64;
+    while start.elapsed() < until {
+        for a in &mut actions {
+            *a = rng.below(env.actions() as u64) as usize;
+        }
+        env.step(&actions)?;
+        steps += envs as u64;
+    }
     let elapsed = start.elapsed().as_secs_f64();
     println!(
-        "atari_speed id={id} envs={envs} steps={total} secs={elapsed:.1} steps_per_s={:.0}",
-        total as f64 / elapsed
+        "atari_speed id={id} envs={envs} workers={workers} steps={steps} secs={elapsed:.1} \
+         steps_per_s={:.0}",
+        steps as f64 / elapsed
     );
     Ok(())
 }

@@ -81,7 +81,7 @@ pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
 #[cfg(feature = "gym")]
-pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR};
+pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR, default_workers};
 #[cfg(feature = "mujoco-render")]
 pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]

@@ -119,7 +119,7 @@ fn off(
 pub(crate) const ATARI_STACK: usize = 4;
 
 /// Games of the Atari id `id` through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`, each
-/// in a worker process of its own), as training and `ember eval` play them.
+/// in a worker process of its own), as training evaluates and `ember eval` plays them.
 #[cfg(feature = "gym")]
 pub(crate) fn atari_games(id: &str) -> impl emberlab_env::FrameEnvFactory + use<> {
     use emberlab_env::{AtariConfig, AtariEnv, FrameEnv};
@@ -153,7 +153,7 @@ pub(crate) fn atari_needs_gym(id: &str) -> anyhow::Error {
 }
 
 /// An Atari game through SB3's `AtariWrapper` (`emberlab_env::AtariEnv`), `num_envs`
-/// games stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
+/// games in one worker process per core, stacked by 4 frames: frame replay and the image off-policy loop for DQN, the
 /// image on-policy loop for PPO and A2C.
 #[cfg(feature = "gym")]
 fn atari(
@@ -161,8 +161,12 @@ fn atari(
     devices: &emberlab_algo::Devices,
     session: Session<'_>,
 ) -> Result<TrainReport> {
+    use emberlab_env::{AtariConfig, AtariEnv, FrameEnv};
+    let played = AtariEnv::games(&config.env, &AtariConfig::default(), config.num_envs)?;
+    let played = played.into_iter().map(|g| Box::new(g) as Box<dyn FrameEnv>);
+    let mut env = emberlab_env::FrameVecEnv::new(played.collect(), ATARI_STACK)?;
+    // Evaluation games, each in a worker of its own.
     let games = atari_games(&config.env);
-    let mut env = emberlab_env::FrameVecEnv::from_factory(&games, config.num_envs, ATARI_STACK)?;
     let (stack, actions) = (env.obs_shape(), env.actions());
     // What the policy reads and does, for `ember export` and `emberlab.load_policy`
     // (written on resume too, for runs started before the file was).

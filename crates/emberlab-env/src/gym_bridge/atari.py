@@ -1,15 +1,18 @@
-# The worker side of Ember's Atari environments (emberlab-env, feature `gym`): one process
-# per game, run as `python -u -c <this file> ENV_ID NOOP_MAX FRAME_SKIP LIFE_LOSS CLIP
-# MAX_FRAMES` (MAX_FRAMES 0: the game's own budget, 108000 frames),
+# The worker side of Ember's Atari environments (emberlab-env, feature `gym`): GAMES games in
+# one process, run as `python -u -c <this file> ENV_ID NOOP_MAX FRAME_SKIP LIFE_LOSS CLIP
+# MAX_FRAMES GAMES` (MAX_FRAMES 0: the game's own budget, 108000 frames), each
 # stepping Gymnasium's ALE environment (ale-py, GPL-2: it stays in this process) through
 # Stable-Baselines3's `AtariWrapper` (no-op starts, frame skip with the max of the last two
 # frames, episodic life, fire reset, 84x84 grayscale, reward clipping). It sends the newest
 # 84x84 frame of each observation; Ember stacks frames itself. Little-endian, over
-# stdin/stdout (the game's own prints go to stderr).
+# stdin/stdout (the game's own prints go to stderr). The games are independent (each its
+# own environment and generators); requests are answered in the order they come.
 #
 # Worker -> Ember, once: b"H" + u32 actions + u32 height + u32 width, or b"E" + u32 length +
 #   UTF-8 message, then exit (no gymnasium / ale-py / SB3, an unknown id).
-# Ember -> worker: b"R" + u8 has_seed + u64 seed | b"S" + u32 action | b"P" | b"Q".
+# Ember -> worker, each request but Q naming its game by a u32 index (from 0) after its byte:
+#   b"R" + u32 game + u8 has_seed + u64 seed | b"S" + u32 game + u32 action
+#   | b"P" + u32 game | b"Q".
 # Worker -> Ember: b"O" + frame + u32 lives (after R) | b"T" + frame + f32 reward
 #   + f32 score (the game's own rewards since the last step, before clipping) + u8 terminated
 #   + u8 truncated + u8 game_over + u32 lives (after S) | b"P" + u32 height + u32 width +
@@ -22,7 +25,7 @@
 
 
 def main():
-    env_id, noop_max, frame_skip, life_loss, clip, max_frames = sys.argv[1:7]
+    env_id, noop_max, frame_skip, life_loss, clip, max_frames, games = sys.argv[1:8]
     try:
         import numpy as np
         import gymnasium as gym
@@ -43,45 +46,52 @@ def main():
         class Score(gym.Wrapper):
             """Sums the game's own rewards under AtariWrapper's clipping and frame skip."""
 
-            total = 0.0
+            def __init__(self, env):
+                super().__init__(env)
+                self.total = 0.0
 
             def reset(self, **kwargs):
-                Score.total = 0.0  # as SB3's Monitor starts each game's sum afresh
+                self.total = 0.0  # as SB3's Monitor starts each game's sum afresh
                 return self.env.reset(**kwargs)
 
             def step(self, action):
                 result = self.env.step(action)
-                Score.total += float(result[1])
+                self.total += float(result[1])
                 return result
 
-        env = AtariWrapper(
-            Score(gym.make(env_id, **kwargs)),
-            noop_max=int(noop_max),
-            frame_skip=int(frame_skip),
-            terminal_on_life_loss=life_loss == "1",
-            clip_reward=clip == "1",
-        )
-        actions = int(env.action_space.n)
-        height, width, _ = env.observation_space.shape
+        scores = [Score(gym.make(env_id, **kwargs)) for _ in range(int(games))]
+        envs = [
+            AtariWrapper(
+                score,
+                noop_max=int(noop_max),
+                frame_skip=int(frame_skip),
+                terminal_on_life_loss=life_loss == "1",
+                clip_reward=clip == "1",
+            )
+            for score in scores
+        ]
+        actions = int(envs[0].action_space.n)
+        height, width, _ = envs[0].observation_space.shape
     except Exception as e:
         fail(f"{type(e).__name__}: {e}")
         return
     send(b"H" + struct.pack("<III", actions, height, width))
-    ale = env.unwrapped.ale
+    ales = [env.unwrapped.ale for env in envs]
 
     def frame(obs):
         return np.ascontiguousarray(obs[:, :, 0], dtype=np.uint8).tobytes()
 
-    def reset(obs):
-        return frame(obs) + struct.pack("<I", int(ale.lives()))
+    def reset(i, obs):
+        return frame(obs) + struct.pack("<I", int(ales[i].lives()))
 
     def read_action():
         return int(struct.unpack("<I", read(4))[0])
 
-    def step(result):
+    def step(i, result):
         obs, reward, terminated, truncated, _ = result
+        ale = ales[i]
         game_over = bool(ale.game_over(with_truncation=False))
-        score, Score.total = Score.total, 0.0
+        score, scores[i].total = scores[i].total, 0.0
         flags = struct.pack(
             "<ffBBBI",
             float(reward),
@@ -93,11 +103,11 @@ def main():
         )
         return frame(obs) + flags
 
-    def screen():
-        rgb = np.ascontiguousarray(ale.getScreenRGB(), dtype=np.uint8)
+    def screen(i):
+        rgb = np.ascontiguousarray(ales[i].getScreenRGB(), dtype=np.uint8)
         height, width, _ = rgb.shape
         return b"P" + struct.pack("<II", height, width) + rgb.tobytes()
 
-    serve(env, reset, read_action, step, {b"P": screen})
+    serve(envs, reset, read_action, step, {b"P": screen}, indexed=True)
 
 main()

@@ -1,6 +1,6 @@
 //! [`AtariEnv`]: an Atari game stepped by the Arcade Learning Environment (PyPI's `ale-py`)
-//! through Gymnasium and Stable-Baselines3's `AtariWrapper`, in a Python worker process of
-//! its own (`atari.py`).
+//! through Gymnasium and Stable-Baselines3's `AtariWrapper`, in a Python worker process
+//! (`atari.py`) of its own or shared with other games ([`AtariEnv::in_workers`]).
 //!
 //! **Why a process.** ale-py is GPL-2; Ember's crates are MIT/Apache. Running it in another
 //! process, spoken to over a pipe, keeps it out of Ember's binaries. A study of ale-py's own
@@ -11,9 +11,17 @@
 //! fire after every reset where the game has FIRE, 84×84 grayscale, rewards clipped to their
 //! sign. Each step sends back the *newest* frame only (7 KB); stacks are built by Ember
 //! ([`crate::FrameStack`], or frame replay), so no frame crosses the pipe twice.
+//!
+//! **Games per worker.** A worker steps its games one after another; games in different
+//! workers step side by side ([`crate::FrameVecEnv`] sends every game's step before it
+//! waits for any). More workers than cores lose to the switching between them (8 Pong games
+//! in 8 workers on 2 cores step ~30% slower than in 2), so [`AtariEnv::in_workers`] with
+//! [`default_workers`] puts the games into one worker per core.
 
 use super::worker::{Worker, default_python};
 use emberlab_core::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 const SCRIPT: &str = include_str!("atari.py");
 
@@ -69,7 +77,11 @@ pub struct AtariStep {
 /// minimal action set. `ALE/…-v5` ids keep their sticky actions (a 25% chance of repeating
 /// the previous action); `…NoFrameskip-v4` ids, which SB3's zoo trains on, have none.
 pub struct AtariEnv {
-    worker: Worker,
+    worker: Arc<Mutex<Shared>>,
+    /// This game's index in its worker.
+    game: u32,
+    /// Whether a step was sent ([`crate::FrameEnv::send_step`]) and its reply is due.
+    sent: bool,
     id: String,
     actions: usize,
     shape: [usize; 2],
@@ -83,6 +95,7 @@ impl std::fmt::Debug for AtariEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AtariEnv")
             .field("id", &self.id)
+            .field("game", &self.game)
             .field("actions", &self.actions)
             .field("shape", &self.shape)
             .finish_non_exhaustive()
@@ -100,12 +113,47 @@ impl AtariEnv {
         Self::with_python(id, config, &default_python())
     }
 
+    /// `games` games of `id` (see [`AtariEnv::new`]) in [`default_workers`] worker
+    /// processes ([`AtariEnv::in_workers`]).
+    ///
+    /// # Errors
+    /// See [`AtariEnv::in_workers`].
+    pub fn games(id: &str, config: &AtariConfig, games: usize) -> Result<Vec<Self>> {
+        Self::in_workers(id, config, &default_python(), games, default_workers(games))
+    }
+
     /// The game `id` run by the interpreter `python`.
     ///
     /// # Errors
-    /// No interpreter there, a package missing from it, an unknown id (the worker's own
-    /// message), or a frame skip or frame budget of 0.
+    /// As [`AtariEnv::in_workers`].
     pub fn with_python(id: &str, config: &AtariConfig, python: &str) -> Result<Self> {
+        let mut games = Self::in_workers(id, config, python, 1, 1)?;
+        Ok(games.remove(0))
+    }
+
+    /// `games` games of `id` run by the interpreter `python` in `workers` worker processes
+    /// (at most one per game), consecutive games sharing a worker: games `0..k` in the
+    /// first, and so on, `k` being `games / workers` rounded up. Each game is seeded by
+    /// its own first reset, as alone.
+    ///
+    /// # Errors
+    /// No game or no worker, no interpreter there, a package missing from it, an unknown id
+    /// (the worker's own message), or a frame skip or frame budget of 0.
+    pub fn in_workers(
+        id: &str,
+        config: &AtariConfig,
+        python: &str,
+        games: usize,
+        workers: usize,
+    ) -> Result<Vec<Self>> {
+        if games == 0 || workers == 0 {
+            let got = format!("{games} games in {workers} workers");
+            return Err(Error::invalid(
+                "atari games",
+                got,
+                ">= 1 game and >= 1 worker",
+            ));
+        }
         if config.frame_skip == 0 {
             return Err(Error::invalid("atari frame_skip", 0, ">= 1"));
         }
@@ -116,6 +164,17 @@ impl AtariEnv {
                 ">= 1, or None for the game's own",
             ));
         }
+        let per = games.div_ceil(workers.min(games));
+        let mut all = Vec::with_capacity(games);
+        while all.len() < games {
+            let n = per.min(games - all.len());
+            all.extend(Self::one_worker(id, config, python, n)?);
+        }
+        Ok(all)
+    }
+
+    /// `n` games in one new worker.
+    fn one_worker(id: &str, config: &AtariConfig, python: &str, n: usize) -> Result<Vec<Self>> {
         let flag = |b: bool| if b { "1" } else { "0" };
         let args = [
             id.to_string(),
@@ -124,6 +183,7 @@ impl AtariEnv {
             flag(config.terminal_on_life_loss).into(),
             flag(config.clip_reward).into(),
             config.max_frames.unwrap_or(0).to_string(),
+            n.to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut worker = Worker::spawn(python, SCRIPT, &args, format!("atari:{id}"))?;
@@ -133,15 +193,23 @@ impl AtariEnv {
         }
         let actions = worker.u32()? as usize;
         let shape = [worker.u32()? as usize, worker.u32()? as usize];
-        Ok(AtariEnv {
+        let shared = Arc::new(Mutex::new(Shared {
             worker,
-            id: id.to_string(),
-            actions,
-            shape,
-            frame: vec![0; shape[0] * shape[1]],
-            lives: 0,
-            needs_reset: true,
-        })
+            due: VecDeque::new(),
+        }));
+        Ok((0..n as u32)
+            .map(|game| AtariEnv {
+                worker: shared.clone(),
+                game,
+                sent: false,
+                id: id.to_string(),
+                actions,
+                shape,
+                frame: vec![0; shape[0] * shape[1]],
+                lives: 0,
+                needs_reset: true,
+            })
+            .collect())
     }
 
     /// The game's id.
@@ -174,19 +242,20 @@ impl AtariEnv {
     /// it was, as SB3's does, and a `seed` is then not used: seed the first reset.
     ///
     /// # Errors
-    /// The worker died or the game raised.
+    /// A reply to a game of the same worker still due, the worker died or the game raised.
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
-        let head = [b'R', u8::from(seed.is_some())];
-        self.worker
-            .send(&[&head, &seed.unwrap_or(0).to_le_bytes()])?;
-        match self.worker.tag()? {
+        let has_seed = [u8::from(seed.is_some())];
+        self.request(b'R', &[&has_seed, &seed.unwrap_or(0).to_le_bytes()], true)?;
+        let shared = Arc::clone(&self.worker);
+        let mut worker = self.replying(&shared)?;
+        match worker.tag()? {
             b'O' => {
-                self.worker.read_exact(&mut self.frame, "reading a frame")?;
-                self.lives = self.worker.u32()?;
+                worker.read_exact(&mut self.frame, "reading a frame")?;
+                self.lives = worker.u32()?;
                 self.needs_reset = false;
                 Ok(&self.frame)
             }
-            other => Err(self.worker.unexpected(other, "a frame")),
+            other => Err(worker.unexpected(other, "a frame")),
         }
     }
 
@@ -194,8 +263,16 @@ impl AtariEnv {
     ///
     /// # Errors
     /// An action outside the game's set, a step before the first reset or after an episode
-    /// ended, the worker died or the game raised.
+    /// ended, a reply to a game of the same worker still due, the worker died or the game
+    /// raised.
     pub fn step(&mut self, action: usize) -> Result<AtariStep> {
+        self.check_step(action)?;
+        self.request(b'S', &[&(action as u32).to_le_bytes()], true)?;
+        self.read_step()
+    }
+
+    /// Whether `action` may be sent now.
+    fn check_step(&self, action: usize) -> Result<()> {
         if action >= self.actions {
             return Err(Error::InvalidAction {
                 action: action.to_string(),
@@ -209,12 +286,20 @@ impl AtariEnv {
                 "a reset at the start and after every episode end",
             ));
         }
-        self.worker.send(&[b"S", &(action as u32).to_le_bytes()])?;
-        match self.worker.tag()? {
+        Ok(())
+    }
+
+    /// Reads this game's step reply (an error without reading when another game's reply
+    /// comes first).
+    fn read_step(&mut self) -> Result<AtariStep> {
+        let shared = Arc::clone(&self.worker);
+        let mut worker = self.replying(&shared)?;
+        self.sent = false;
+        match worker.tag()? {
             b'T' => {
-                self.worker.read_exact(&mut self.frame, "reading a frame")?;
+                worker.read_exact(&mut self.frame, "reading a frame")?;
                 let mut rest = [0u8; 15];
-                self.worker.read_exact(&mut rest, "reading a step")?;
+                worker.read_exact(&mut rest, "reading a step")?;
                 let f32_at = |i: usize| f32::from_le_bytes(rest[i..i + 4].try_into().expect("4"));
                 let step = AtariStep {
                     reward: f32_at(0),
@@ -228,7 +313,45 @@ impl AtariEnv {
                 self.needs_reset = step.terminated || step.truncated;
                 Ok(step)
             }
-            other => Err(self.worker.unexpected(other, "a step")),
+            other => Err(worker.unexpected(other, "a step")),
+        }
+    }
+
+    /// Sends request `op` for this game (its index, then `rest`). `alone`: refused while a
+    /// reply to a game of the worker is due (the caller waits for its own reply at once).
+    fn request(&self, op: u8, rest: &[&[u8]], alone: bool) -> Result<()> {
+        let mut shared = self.worker.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(due) = shared.due.front().filter(|_| alone) {
+            return Err(Error::invalid(
+                format!("atari request for game {} of {}", self.game, self.id),
+                format!("game {due}'s step reply still due from their worker"),
+                "every sent step received first (replies come in the order asked)",
+            ));
+        }
+        let (op, game) = ([op], self.game.to_le_bytes());
+        let mut parts: Vec<&[u8]> = vec![&op, &game];
+        parts.extend_from_slice(rest);
+        shared.worker.send(&parts)?;
+        shared.due.push_back(self.game);
+        Ok(())
+    }
+
+    /// The worker, its next reply this game's (taken off the due list).
+    fn replying<'a>(&self, shared: &'a Mutex<Shared>) -> Result<MutexGuard<'a, Shared>> {
+        let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.due.front() {
+            Some(&next) if next == self.game => {
+                guard.due.pop_front();
+                Ok(guard)
+            }
+            next => Err(Error::invalid(
+                format!("atari reply for game {} of {}", self.game, self.id),
+                match next {
+                    Some(n) => format!("game {n}'s reply next"),
+                    None => "nothing asked".into(),
+                },
+                "replies received in the order asked",
+            )),
         }
     }
 }
@@ -238,32 +361,59 @@ impl AtariEnv {
     /// `[height, width]` (210 × 160 for the Atari 2600).
     ///
     /// # Errors
-    /// The worker died or the game raised.
+    /// A reply to a game of the same worker still due, the worker died or the game raised.
     pub fn screen(&mut self) -> Result<(Vec<u8>, [usize; 2])> {
-        self.worker.send(&[b"P"])?;
-        match self.worker.tag()? {
+        self.request(b'P', &[], true)?;
+        let shared = Arc::clone(&self.worker);
+        let mut worker = self.replying(&shared)?;
+        match worker.tag()? {
             b'P' => {
-                let (h, w) = (self.worker.u32()? as usize, self.worker.u32()? as usize);
+                let (h, w) = (worker.u32()? as usize, worker.u32()? as usize);
                 if h * w > 4096 * 4096 {
                     // Read what was sent, so that the next reply starts where it should.
                     let mut chunk = vec![0u8; 1 << 16];
                     let mut left = h * w * 3;
                     while left > 0 {
                         let n = left.min(chunk.len());
-                        self.worker
-                            .read_exact(&mut chunk[..n], "reading a screen")?;
+                        worker.read_exact(&mut chunk[..n], "reading a screen")?;
                         left -= n;
                     }
                     let size = format!("{h}×{w}");
                     return Err(Error::invalid("atari screen", size, "at most 4096×4096"));
                 }
                 let mut rgb = vec![0u8; h * w * 3];
-                self.worker.read_exact(&mut rgb, "reading a screen")?;
+                worker.read_exact(&mut rgb, "reading a screen")?;
                 Ok((rgb, [h, w]))
             }
-            other => Err(self.worker.unexpected(other, "a screen")),
+            other => Err(worker.unexpected(other, "a screen")),
         }
     }
+}
+
+/// A worker and the games whose replies it owes, oldest first (it answers in order).
+struct Shared {
+    worker: Worker,
+    due: VecDeque<u32>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        &self.worker
+    }
+}
+
+impl std::ops::DerefMut for Shared {
+    fn deref_mut(&mut self) -> &mut Worker {
+        &mut self.worker
+    }
+}
+
+/// Workers for `games` games on this machine: one per core (its available parallelism),
+/// at most one per game.
+pub fn default_workers(games: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(games).max(1)
 }
 
 impl crate::FrameEnv for AtariEnv {
@@ -285,20 +435,46 @@ impl crate::FrameEnv for AtariEnv {
 
     fn step(&mut self, action: usize) -> Result<crate::FrameStep> {
         let s = AtariEnv::step(self, action)?;
-        Ok(crate::FrameStep {
-            reward: s.reward,
-            score: s.score,
-            terminated: s.terminated,
-            truncated: s.truncated,
-            life_lost: s.terminated && !s.game_over && !s.truncated,
-        })
+        Ok(frame_step(s))
+    }
+
+    fn send_step(&mut self, action: usize) -> Result<bool> {
+        if self.sent {
+            return Err(Error::invalid(
+                format!("atari send_step of {}", self.id),
+                "a second step before the first was received",
+                "receive_step between sends",
+            ));
+        }
+        self.check_step(action)?;
+        self.request(b'S', &[&(action as u32).to_le_bytes()], false)?;
+        self.sent = true;
+        Ok(true)
+    }
+
+    fn receive_step(&mut self) -> Result<crate::FrameStep> {
+        if !self.sent {
+            return Err(Error::invalid(
+                format!("atari receive_step of {}", self.id),
+                "no step sent",
+                "a send_step first",
+            ));
+        }
+        self.read_step().map(frame_step)
     }
 
     fn frame(&self) -> &[u8] {
         &self.frame
     }
+}
 
-    fn steps_elsewhere(&self) -> bool {
-        true
+/// An Atari step as a frame environment's.
+fn frame_step(s: AtariStep) -> crate::FrameStep {
+    crate::FrameStep {
+        reward: s.reward,
+        score: s.score,
+        terminated: s.terminated,
+        truncated: s.truncated,
+        life_lost: s.terminated && !s.game_over && !s.truncated,
     }
 }

@@ -63,10 +63,10 @@ def main():
         raw = np.frombuffer(read(4 * act_len), dtype=np.float32)
         return raw.reshape(act_shape).astype(act_dtype)
 
-    def step(result):
+    def step(_, result):
         obs, reward, terminated, truncated, _ = result
         return flat(obs) + struct.pack("<dBB", float(reward), bool(terminated), bool(truncated))
 
-    serve(env, flat, read_action, step)
+    serve([env], lambda _, obs: flat(obs), read_action, step)
 
 main()

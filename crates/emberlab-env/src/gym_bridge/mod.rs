@@ -7,6 +7,6 @@ mod atari;
 mod env;
 mod worker;
 
-pub use atari::{AtariConfig, AtariEnv, AtariStep};
+pub use atari::{AtariConfig, AtariEnv, AtariStep, default_workers};
 pub use env::GymEnv;
 pub use worker::PYTHON_VAR;

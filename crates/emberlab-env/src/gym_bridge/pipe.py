@@ -32,35 +32,43 @@ def read(n):
     return buf
 
 
-def serve(env, reset, read_action, step, extra=None):
-    """Answers requests until Ember quits: `R` resets (`reset(obs)` gives the reply after
-    b"O"), `S` steps with the action `read_action()` reads (`step(result)` gives the reply
+def serve(envs, reset, read_action, step, extra=None, indexed=False):
+    """Answers requests until Ember quits: `R` resets (`reset(i, obs)` gives the reply after
+    b"O"), `S` steps with the action `read_action()` reads (`step(i, result)` gives the reply
     after b"T", from what `env.step` returned), and each request of `extra` (a dict of
-    one-byte requests to functions giving the whole reply). An exception in the environment
-    is sent as an error and the worker goes on; an unknown request ends it."""
+    one-byte requests to functions of `i` giving the whole reply), where `i` is the index of
+    the environment in `envs`: read as a u32 after each request's byte when `indexed`, else
+    0. An exception in an environment is sent as an error and the worker goes on; an unknown
+    request or index ends it."""
     extra = extra or {}
     while True:
         op = read(1)
+        if op == b"Q":
+            for env in envs:
+                env.close()
+            return
+        i = struct.unpack("<I", read(4))[0] if indexed else 0
+        if i >= len(envs):
+            fail(f"protocol error: environment {i} of {len(envs)}")
+            return
+        env = envs[i]
         if op in extra:
             try:
-                send(extra[op]())
+                send(extra[op](i))
             except Exception as e:
                 fail(f"{type(e).__name__} in {op.decode()}: {e}")
             continue
-        if op == b"Q":
-            env.close()
-            return
         if op == b"R":
             has_seed, seed = struct.unpack("<BQ", read(9))
             try:
                 obs, _ = env.reset(seed=seed if has_seed else None)
-                send(b"O" + reset(obs))
+                send(b"O" + reset(i, obs))
             except Exception as e:
                 fail(f"{type(e).__name__} in reset: {e}")
         elif op == b"S":
             action = read_action()
             try:
-                send(b"T" + step(env.step(action)))
+                send(b"T" + step(i, env.step(action)))
             except Exception as e:
                 fail(f"{type(e).__name__} in step: {e}")
         else:

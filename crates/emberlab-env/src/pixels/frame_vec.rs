@@ -9,15 +9,14 @@ use emberlab_core::{Error, Result};
 /// of its last `stack` frames `[stack · c, h, w]` (zeros before an episode's first frame,
 /// oldest first). An environment whose episode ends is reset within the same step (SB3's
 /// `VecEnv`): its row of [`FrameVecStep::obs`] is then the new episode's first stack, and
-/// [`FrameVecStep::final_frames`] holds the frame the step itself produced. Environments
-/// whose steps wait on worker processes ([`FrameEnv::steps_elsewhere`], Atari) are stepped
-/// from threads of their own, side by side.
+/// [`FrameVecStep::final_frames`] holds the frame the step itself produced. Every step is
+/// sent before any is received ([`FrameEnv::send_step`]), so that environments stepping in
+/// worker processes (Atari) step side by side.
 pub struct FrameVecEnv {
     envs: Vec<Box<dyn FrameEnv>>,
     shape: [usize; 3],
     actions: usize,
     stack: usize,
-    threaded: bool,
     /// Whether a reset is due (at the start, after an error).
     needs_reset: bool,
     stacks: Vec<u8>,
@@ -91,7 +90,6 @@ impl FrameVecEnv {
         let n = envs.len();
         let len = frame_len(shape);
         Ok(FrameVecEnv {
-            threaded: n > 1 && envs.iter().any(|e| e.steps_elsewhere()),
             shape,
             actions,
             stack,
@@ -204,48 +202,51 @@ impl FrameVecEnv {
         }
         self.needs_reset = true;
         let len = frame_len(self.shape);
-        let jobs = self
+        // Every step is sent, then every result received, in order (a worker hosting
+        // several environments answers in the order it was asked), even after an error.
+        let sent: Vec<Result<bool>> = (self.envs.iter_mut().zip(actions).enumerate())
+            .map(|(i, (env, &a))| {
+                Error::catch(|| format!("frame env {i}'s step"), || env.send_step(a))
+            })
+            .collect();
+        let mut failed = None;
+        let jobs = self.envs.iter_mut().zip(actions).zip(sent);
+        for (i, ((env, &a), sent)) in jobs.enumerate() {
+            let step =
+                sent.and_then(|sent| receive(i, env, sent, a, &mut self.finals[i * len..][..len]));
+            match step {
+                Ok(step) => {
+                    self.rewards[i] = step.reward;
+                    self.terminated[i] = step.terminated;
+                    self.truncated[i] = step.truncated;
+                    self.game_over[i] = step.game_over();
+                    self.scores[i] = step.score;
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // Then the stacks: an ended episode's environment is reset (once no step's result
+        // is outstanding), the others shift their new frame in.
+        let rows = self.stacks.chunks_exact_mut(self.stack * len);
+        for (i, ((env, row), last)) in self
             .envs
             .iter_mut()
-            .zip(actions)
-            .zip(self.stacks.chunks_exact_mut(self.stack * len))
-            .zip(self.finals.chunks_exact_mut(len));
-        let steps: Vec<Result<FrameStep>> = if self.threaded {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = jobs
-                    .enumerate()
-                    .map(|(i, (((env, &a), row), last))| {
-                        std::thread::Builder::new()
-                            .name(format!("ember-frame-env-{i}"))
-                            .spawn_scoped(s, move || advance(i, env, a, row, last))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h {
-                        // `advance` turns panics into errors: a join does not fail.
-                        Ok(h) => h.join().unwrap_or_else(|p| {
-                            Err(Error::panicked("a frame env thread", p.as_ref()))
-                        }),
-                        Err(e) => Err(Error::Unavailable {
-                            what: "a thread to step a frame environment".into(),
-                            hint: format!("the system refused it: {e}"),
-                        }),
-                    })
-                    .collect()
-            })
-        } else {
-            jobs.enumerate()
-                .map(|(i, (((env, &a), row), last))| advance(i, env, a, row, last))
-                .collect()
-        };
-        for (i, step) in steps.into_iter().enumerate() {
-            let step = step?;
-            self.rewards[i] = step.reward;
-            self.terminated[i] = step.terminated;
-            self.truncated[i] = step.truncated;
-            self.game_over[i] = step.game_over();
-            self.scores[i] = step.score;
+            .zip(rows)
+            .zip(self.finals.chunks_exact(len))
+            .enumerate()
+        {
+            if self.terminated[i] || self.truncated[i] {
+                let first = Error::catch(|| format!("frame env {i}'s reset"), || env.reset(None))?;
+                check_frame(i, last.len(), first)?;
+                restart(row, first);
+            } else {
+                shift_in(row, last);
+            }
         }
         self.needs_reset = false;
         Ok(FrameVecStep {
@@ -260,29 +261,24 @@ impl FrameVecEnv {
     }
 }
 
-/// Environment `i`'s share of a step: the step, its frame into `last`, then either the
-/// frame shifted into `row` or, where the episode ended, a reset and the new first stack. A
-/// panic inside the environment is returned as an error.
-fn advance(
+/// Environment `i`'s step with `action`: received if it was `sent`, else stepped now; its
+/// frame goes into `last`. A panic inside the environment is returned as an error.
+fn receive(
     i: usize,
     env: &mut Box<dyn FrameEnv>,
+    sent: bool,
     action: usize,
-    row: &mut [u8],
     last: &mut [u8],
 ) -> Result<FrameStep> {
     Error::catch(
         || format!("frame env {i}'s step"),
         || {
-            let step = env.step(action)?;
+            let step = match sent {
+                true => env.receive_step()?,
+                false => env.step(action)?,
+            };
             check_frame(i, last.len(), env.frame())?;
             last.copy_from_slice(env.frame());
-            if step.terminated || step.truncated {
-                let first = env.reset(None)?;
-                check_frame(i, last.len(), first)?;
-                restart(row, first);
-            } else {
-                shift_in(row, last);
-            }
             Ok(step)
         },
     )
@@ -354,12 +350,14 @@ mod tests {
     }
 
     /// Catch with 3 balls a game (a miss or catch of the first two is a lost life), its
-    /// steps "elsewhere" (threaded), and a step that errs or panics on request.
+    /// steps sent and received later (as a worker's), and a step that errs or panics on
+    /// request.
     struct Games {
         inner: Catch,
         balls: u32,
         fail: Option<(u32, bool)>,
         steps: u32,
+        sent: Option<usize>,
     }
 
     impl FrameEnv for Games {
@@ -395,8 +393,16 @@ mod tests {
         fn frame(&self) -> &[u8] {
             self.inner.frame()
         }
-        fn steps_elsewhere(&self) -> bool {
-            true
+        fn send_step(&mut self, action: usize) -> Result<bool> {
+            assert!(self.sent.replace(action).is_none(), "a step sent twice");
+            Ok(true)
+        }
+        fn receive_step(&mut self) -> Result<FrameStep> {
+            let action = self
+                .sent
+                .take()
+                .expect("a step received before it was sent");
+            self.step(action)
         }
     }
 
@@ -406,8 +412,9 @@ mod tests {
                 Box::new(Games {
                     inner: Catch::new(3, 2, [1, 1]).unwrap(),
                     balls: 0,
-                    fail: fail.filter(|_| i == 1),
+                    fail: fail.filter(|_| i == 0),
                     steps: 0,
+                    sent: None,
                 }) as Box<dyn FrameEnv>
             })
             .collect();
@@ -417,7 +424,6 @@ mod tests {
     #[test]
     fn lost_lives_end_episodes_and_games_end_after_the_last() {
         let mut v = games(None);
-        assert!(v.threaded, "environments stepping elsewhere run in threads");
         v.reset(Some(1)).unwrap();
         let mut ends = Vec::new();
         for t in 1..=6 {
@@ -435,7 +441,7 @@ mod tests {
     }
 
     #[test]
-    fn errors_and_panics_in_threads_come_back_as_errors() {
+    fn errors_and_panics_of_received_steps_come_back_as_errors() {
         for panics in [false, true] {
             let mut v = games(Some((2, panics)));
             v.reset(Some(0)).unwrap();
@@ -447,6 +453,8 @@ mod tests {
                 v.step(&[1, 1]).is_err(),
                 "an error leaves the envs to be reset"
             );
+            // Env 1's step, sent beside env 0's failed one, was still received: a step
+            // sent twice would panic.
             v.reset(Some(0)).unwrap();
             v.step(&[1, 1]).unwrap();
         }

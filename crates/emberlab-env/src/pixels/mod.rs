@@ -83,10 +83,31 @@ pub trait FrameEnv: Send {
     /// The newest frame.
     fn frame(&self) -> &[u8];
 
-    /// Whether a step mostly waits on another process (a worker); a [`FrameVecEnv`] then
-    /// steps its environments from threads of their own, side by side.
-    fn steps_elsewhere(&self) -> bool {
-        false
+    /// Sends a step with `action` to where the environment runs (a worker process) without
+    /// waiting for it, and returns `true`; [`FrameEnv::receive_step`] then gives its result.
+    /// A [`FrameVecEnv`] sends every environment's step before it receives any, so that
+    /// environments stepping elsewhere step side by side. `false` (the default): nothing
+    /// was sent, and the environment steps in [`FrameEnv::step`].
+    ///
+    /// # Errors
+    /// As [`FrameEnv::step`].
+    fn send_step(&mut self, action: usize) -> Result<bool> {
+        let _ = action;
+        Ok(false)
+    }
+
+    /// The result of the step [`FrameEnv::send_step`] sent; the new frame is
+    /// [`FrameEnv::frame`].
+    ///
+    /// # Errors
+    /// No step sent (the default, for environments that step in [`FrameEnv::step`]), or as
+    /// [`FrameEnv::step`].
+    fn receive_step(&mut self) -> Result<FrameStep> {
+        Err(emberlab_core::Error::invalid(
+            "frame env receive_step",
+            "no step sent",
+            "a send_step that returned true first",
+        ))
     }
 
     /// What the environment shows a person now, when it draws more than its frames (Atari:
