@@ -18,7 +18,8 @@
 //!   installed Gymnasium environment with Box or Discrete spaces in a Python worker process
 //!   of its own ([`GymEnv`]), so that vector environments step in parallel; Atari games
 //!   through SB3's `AtariWrapper` in the same way ([`AtariEnv`]: ale-py, GPL-2, stays in
-//!   the worker), checked against traces recorded from SB3
+//!   the worker; several games share a worker, one worker per core by default), checked
+//!   against traces recorded from SB3
 //!   (`crates/emberlab-env/tools/gen_atari_traces.py`).
 //! - **Image environments** ([`FrameEnv`], `u8` frames): [`FrameVecEnv`] steps several and
 //!   stacks their last `k` frames as SB3's `VecFrameStack` does ([`FrameStack`] for one);
