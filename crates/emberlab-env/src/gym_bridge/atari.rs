@@ -15,7 +15,7 @@
 //! **Games per worker.** A worker steps its games one after another; games in different
 //! workers step side by side ([`crate::FrameVecEnv`] sends every game's step before it
 //! waits for any). More workers than cores lose to the switching between them (8 Pong games
-//! in 8 workers on 2 cores step ~30% slower than in 2), so [`AtariEnv::in_workers`] with
+//! in 8 workers on 2 cores step ~20% slower than in 2), so [`AtariEnv::in_workers`] with
 //! [`default_workers`] puts the games into one worker per core.
 
 use super::worker::{Worker, default_python};
@@ -131,10 +131,10 @@ impl AtariEnv {
         Ok(games.remove(0))
     }
 
-    /// `games` games of `id` run by the interpreter `python` in `workers` worker processes
-    /// (at most one per game), consecutive games sharing a worker: games `0..k` in the
-    /// first, and so on, `k` being `games / workers` rounded up. Each game is seeded by
-    /// its own first reset, as alone.
+    /// `games` games of `id` run by the interpreter `python` in at most `workers` worker
+    /// processes, consecutive games sharing a worker: games `0..k` in the first, and so on,
+    /// `k` being `games / workers` rounded up (5 games in 4 workers: 2, 2 and 1 games in
+    /// three). Each game is seeded by its own first reset, as alone.
     ///
     /// # Errors
     /// No game or no worker, no interpreter there, a package missing from it, an unknown id
