@@ -10,7 +10,7 @@
 //!     --example atari_speed -- [--id PongNoFrameskip-v4] [--envs 8] [--workers 2] [--secs 5]
 //! ```
 
-use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv, default_workers};
+use emberlab_env::{AtariConfig, AtariEnv, FrameEnv, FrameVecEnv, default_python, default_workers};
 use std::time::{Duration, Instant};
 
 fn main() -> emberlab_core::Result<()> {
@@ -43,7 +43,7 @@ fn main() -> emberlab_core::Result<()> {
         }
     }
     let workers = workers.unwrap_or_else(|| default_workers(envs));
-    let python = std::env::var(emberlab_env::PYTHON_VAR).unwrap_or_else(|_| "python3".into());
+    let python = default_python();
     let games = AtariEnv::in_workers(&id, &AtariConfig::default(), &python, envs, workers)?;
     let games = games.into_iter().map(|g| Box::new(g) as Box<dyn FrameEnv>);
     let mut env = FrameVecEnv::new(games.collect(), 4)?;

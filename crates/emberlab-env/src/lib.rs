@@ -82,7 +82,9 @@ pub use classic::{
     Acrobot, CartPole, ClassicEnv, DEFAULT_SEED, MountainCar, MountainCarContinuous, Pendulum,
 };
 #[cfg(feature = "gym")]
-pub use gym_bridge::{AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR, default_workers};
+pub use gym_bridge::{
+    AtariConfig, AtariEnv, AtariStep, GymEnv, PYTHON_VAR, default_python, default_workers,
+};
 #[cfg(feature = "mujoco-render")]
 pub use mujoco::MujocoRenderer;
 #[cfg(feature = "mujoco")]

@@ -9,4 +9,4 @@ mod worker;
 
 pub use atari::{AtariConfig, AtariEnv, AtariStep, default_workers};
 pub use env::GymEnv;
-pub use worker::PYTHON_VAR;
+pub use worker::{PYTHON_VAR, default_python};

@@ -32,8 +32,9 @@ pub(crate) struct Reply {
     pub truncated: bool,
 }
 
-/// The interpreter named by `EMBER_PYTHON`, else `python3`.
-pub(crate) fn default_python() -> String {
+/// The interpreter the workers run: the one named by `EMBER_PYTHON` (when set and not
+/// empty), else `python3`.
+pub fn default_python() -> String {
     std::env::var(PYTHON_VAR)
         .ok()
         .filter(|p| !p.is_empty())
