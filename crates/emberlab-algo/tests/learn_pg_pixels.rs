@@ -1,7 +1,8 @@
 //! PPO and A2C learn Catch from pixels (`emberlab_env::Catch`: 20×20 frames, stacks of 2)
 //! with the IMPALA CNN shared by the policy and value heads, rollouts kept as bytes and the
 //! image on-policy loop: a mean evaluation return ≥ 0.8 over 100 games (a random policy
-//! scores about −0.6, a perfect one 1.0) within the budget, on flex, with a fixed seed.
+//! scores about −0.6, a perfect one 1.0) within the budget, on flex, with a fixed seed; A2C
+//! with zoo's Atari preset (SB3's `RMSpropTFLike`).
 //! Training stops at the first evaluation that reaches it. (IMPALA rather than the Nature
 //! CNN for the reason `learn_dqn_pixels.rs` gives.)
 
@@ -9,7 +10,7 @@ mod common;
 
 use emberlab_algo::{
     A2cConfig, ActionBuf, Agent, FrameOnPolicyTrainer, FrameRolloutBatch, OnPolicyConfig,
-    OnPolicyLearner, PolicyGradient, PpoConfig, train_on_policy_frames,
+    OnPolicyLearner, OptimizerKind, PolicyGradient, PpoConfig, train_on_policy_frames,
 };
 use emberlab_env::{Catch, FrameEnv, FrameVecEnv};
 use emberlab_nn::PixelEncoderKind;
@@ -74,18 +75,21 @@ fn ppo_learns_catch_from_pixels() {
 #[test]
 fn a2c_learns_catch_from_pixels() {
     let _serial = common::serial();
-    let mut env = FrameVecEnv::from_factory(&catch, 16, 2).unwrap();
+    let mut env = FrameVecEnv::from_factory(&catch, 8, 2).unwrap();
+    // zoo's Atari preset (SB3's `RMSpropTFLike`, ε = 1e-5, ent 0.01, vf 0.25) as
+    // `ember train a2c --env PongNoFrameskip-v4` uses it; the IMPALA CNN as above.
+    let (zoo, _, _) = A2cConfig::zoo("PongNoFrameskip-v4").unwrap();
+    assert_eq!(zoo.optimizer, OptimizerKind::RmsPropTfLike);
     let config = A2cConfig {
-        ent_coef: 0.01,
         encoder: PixelEncoderKind::Impala,
         seed: 5,
-        ..A2cConfig::default()
+        ..zoo
     };
     let mut a2c = config
         .build_pixels(env.obs_shape(), env.actions(), &devices())
         .unwrap();
     let trainer = OnPolicyConfig {
-        total_steps: 80_000,
+        total_steps: 200_000,
         n_steps: 5,
         eval_every: 4_000,
         eval_episodes: 100,
