@@ -86,6 +86,27 @@ fn the_host_path_runs_tracked_or_not() {
             close(&format!("untracked {input:?} y"), &values(y), &values(want));
         }
     }
+    // Every case untracked on the plain device with a bias: burn's values.
+    for (input, out, kernel, stride, padding) in CASES {
+        let x = Tensor::<4>::random(input, normal, &flex);
+        let w = Tensor::<4>::random([out, input[1], kernel[0], kernel[1]], normal, &flex);
+        let b = Tensor::<1>::random([out], normal, &flex);
+        let y = emberlab_kernels::conv2d(x.clone(), w.clone(), Some(b.clone()), stride, padding);
+        let options = ConvOptions::new(stride, padding, [1, 1], 1);
+        let want = burn::tensor::module::conv2d(x, w, Some(b), options);
+        close(&format!("untracked {input:?} y with bias"), &values(y), &values(want));
+    }
+    // An input with no rows, all padding: the output is the bias.
+    let b = Tensor::<1>::from_floats([0.5, -2.0], &flex);
+    let y = emberlab_kernels::conv2d(
+        Tensor::zeros([1, 1, 0, 2], &flex),
+        Tensor::ones([2, 1, 1, 1], &flex),
+        Some(b),
+        [1, 1],
+        [1, 0],
+    );
+    assert_eq!(y.dims(), [1, 2, 2, 2]);
+    assert_eq!(values(y), [0.5, 0.5, 0.5, 0.5, -2.0, -2.0, -2.0, -2.0]);
     // No output channel: burn's op, no panic.
     let x = Tensor::<4>::random([1, 2, 5, 5], normal, &flex);
     let y = emberlab_kernels::conv2d(x, Tensor::zeros([0, 2, 3, 3], &flex), None, [1, 1], [0, 0]);
