@@ -27,13 +27,15 @@ const EPSILON: f32 = 1e-8;
 /// Steps `module` in place: `*module = optim.step(lr, module, grads)` without ever taking
 /// the module out of its owner. The step works on a clone (parameters are shared handles,
 /// so this copies no weights); if it panics, `module` is left as it was, and the learner
-/// holding it stays usable.
+/// holding it stays usable. A helper thread waiting meanwhile keeps taking blocks of the
+/// step's long parameters ([`emberlab_kernels::helping::hold`]).
 pub fn step_in_place<M: Module>(
     optim: &mut ModuleOptimizer,
     lr: f64,
     module: &mut M,
     grads: GradientsParams,
 ) {
+    let _help = emberlab_kernels::helping::hold();
     *module = optim.step(lr, module.clone(), grads);
 }
 
@@ -46,6 +48,7 @@ pub fn stepped<M: Module>(
     lr: f64,
     grads: GradientsParams,
 ) -> (M, ModuleOptimizer) {
+    let _help = emberlab_kernels::helping::hold();
     let mut optim = optim.clone();
     let module = optim.step(lr, module.clone(), grads);
     (module, optim)

@@ -151,7 +151,9 @@ pub fn own_leaves<M: Module>(module: &M) -> M {
 
 /// The parameter-by-parameter sum of several gradients of `module` (one per part that
 /// differentiated it over its own rows), added in the order given, so the result does not
-/// depend on which thread computed which.
+/// depend on which thread computed which. On flex the sums are
+/// [`emberlab_kernels::add`]'s: a thread still waiting after the parallel run may take
+/// blocks of a large network's sum.
 pub fn sum_gradients<M: Module>(module: &M, grads: Vec<GradientsParams>) -> GradientsParams {
     struct Sum {
         parts: Vec<GradientsParams>,
@@ -163,12 +165,13 @@ pub fn sum_gradients<M: Module>(module: &M, grads: Vec<GradientsParams>) -> Grad
                 .parts
                 .iter_mut()
                 .filter_map(|g| g.remove::<D>(param.id))
-                .reduce(|acc, g| acc + g);
+                .reduce(emberlab_kernels::add);
             if let Some(total) = total {
                 self.out.register(param.id, total);
             }
         }
     }
+    let _help = emberlab_kernels::helping::hold();
     let mut sum = Sum {
         parts: grads,
         out: GradientsParams::new(),

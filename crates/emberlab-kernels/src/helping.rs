@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 /// Threads in [`help_until`] now.
 static WAITING: AtomicUsize = AtomicUsize::new(0);
 
+/// [`Hold`]s alive now.
+static HOLDS: AtomicUsize = AtomicUsize::new(0);
+
 /// The work on offer, if any (one at a time: a second owner runs its blocks alone).
 static OFFER: Mutex<Option<Arc<Task>>> = Mutex::new(None);
 
@@ -195,9 +198,31 @@ pub fn share_each<T: Send>(items: impl ExactSizeIterator<Item = T>, run: impl Fn
 /// a helper found within this window halves them.
 pub const HELP_FLOOR: Duration = Duration::from_micros(30);
 
-/// Spins until `ready()` says yes or `budget` of spinning has passed, running blocks of
-/// work [`share`]d meanwhile by threads whose denormal mode is this thread's; says whether
-/// it became ready. A block taken is finished before `ready` is asked again.
+/// While alive, threads waiting in [`help_until`] keep looking for blocks past their
+/// budget ([`hold`]).
+#[must_use = "the hold ends when dropped"]
+pub struct Hold(());
+
+/// Keeps waiting threads looking for blocks until the returned [`Hold`] is dropped: for a
+/// stretch of divisible passes with short gaps between them (a network's gradients summed
+/// and then an optimizer step, parameter by parameter, right after a parallel run), so that
+/// a helper that took the first pass is still there for the largest. The helpers spin
+/// meanwhile, so the stretch should be mostly such passes.
+pub fn hold() -> Hold {
+    HOLDS.fetch_add(1, Ordering::Relaxed);
+    Hold(())
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        HOLDS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Spins until `ready()` says yes or `budget` of spinning has passed (not counting time
+/// while a [`Hold`] is alive), running blocks of work [`share`]d meanwhile by threads whose
+/// denormal mode is this thread's; says whether it became ready. A block taken is finished
+/// before `ready` is asked again.
 pub fn help_until(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
     struct Waiting;
     impl Drop for Waiting {
@@ -225,7 +250,9 @@ pub fn help_until(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
             }
             std::hint::spin_loop();
         }
-        if start.elapsed() >= budget {
+        if HOLDS.load(Ordering::Relaxed) > 0 {
+            start = Instant::now();
+        } else if start.elapsed() >= budget {
             return ready();
         }
     }
@@ -312,6 +339,67 @@ mod tests {
         assert!(y.iter().zip(&x).all(|(y, x)| *y == x * 2.0 + 1.0));
         let h = helped.load(Ordering::Relaxed);
         assert!((1..6).contains(&h), "the helper took {h} of 6 blocks");
+    }
+
+    /// A helper with a 1 ms budget is still there for work offered 30 ms after it began
+    /// waiting while a hold is alive, and leaves within its budget once the hold ends.
+    #[test]
+    fn a_hold_keeps_a_waiting_thread_past_its_budget() {
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let owner = std::thread::current().id();
+        let helped = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            let hold = hold();
+            let helper = s.spawn(|| help_until(Duration::from_millis(1), || false));
+            while !wanted() {
+                std::hint::spin_loop();
+            }
+            std::thread::sleep(Duration::from_millis(30));
+            share(32, &|_| {
+                if std::thread::current().id() != owner {
+                    helped.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            });
+            assert!(wanted(), "the helper still waits while the hold lives");
+            drop(hold);
+            let t = std::time::Instant::now();
+            assert!(!helper.join().unwrap(), "never ready: the budget ran out");
+            assert!(t.elapsed() < Duration::from_secs(5));
+        });
+        let h = helped.load(Ordering::Relaxed);
+        assert!((1..32).contains(&h), "the helper took {h} of 32 blocks");
+        assert!(!wanted());
+    }
+
+    /// The helper thread of a parallel run, waiting for its next job, takes blocks of a
+    /// pass its owner offers after the run under a hold (a gradient sum, an optimizer
+    /// step), in the owner's floating-point mode.
+    #[test]
+    fn a_runs_helper_takes_blocks_offered_after_the_run() {
+        let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+        let _flush = crate::denormals::flush_denormals_here();
+        let mut parts = crate::parts::Parts::parallel(2).named("after-run");
+        let owner = std::thread::current().id();
+        let helped = AtomicU32::new(0);
+        let hold = hold();
+        let ran = parts.run(
+            "warm",
+            [0, 1].map(|i| crate::parts::part(move || Ok(move || i))),
+        );
+        assert_eq!(ran.unwrap(), [0, 1]);
+        share(32, &|_| {
+            if std::thread::current().id() != owner {
+                helped.fetch_add(1, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        });
+        drop(hold);
+        let h = helped.load(Ordering::Relaxed);
+        assert!(
+            (1..32).contains(&h),
+            "the run's helper took {h} of 32 blocks"
+        );
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub trait HostBuffers: Backend {
     /// `a·(1 − t) + b·t` element-wise, computed in `f32` as burn's
     /// `a.mul_scalar(1 − t) + b.mul_scalar(t)` computes it.
     fn host_lerp(a: FloatTensor<Self>, b: FloatTensor<Self>, t: f64) -> FloatTensor<Self>;
+    /// `a + b` element-wise, burn's `f32` sum.
+    fn host_add(a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self>;
     /// A tensor of `x`'s shape whose `f32` values `fill(old, new)` writes from `x`'s
     /// values `old` (see [`remap`]); `None` where `x` has no such values at hand.
     fn host_remap(x: FloatTensor<Self>, fill: &mut Fill<'_>) -> Option<FloatTensor<Self>>;
@@ -136,6 +138,23 @@ mod flex {
             Flex::float_add(a, b)
         }
 
+        fn host_add(a: FlexTensor, b: FlexTensor) -> FlexTensor {
+            let same = a.layout().shape() == b.layout().shape();
+            if !(same && a.dtype() == DType::F32 && b.dtype() == DType::F32) {
+                return Flex::float_add(a, b);
+            }
+            // Into `a`'s buffer (copied first only if shared), block by block with a
+            // thread that waits for this one (the same bits whoever adds a block).
+            with_values(&b, |vb| {
+                map_in_place(a, |va| {
+                    use crate::helping::{chunks, chunks_mut};
+                    crate::helping::share_each(chunks_mut(va).zip(chunks(vb)), |(a, b)| {
+                        crate::kernels::add_in_place(a, b)
+                    })
+                })
+            })
+        }
+
         fn host_remap(x: FlexTensor, fill: &mut super::Fill<'_>) -> Option<FlexTensor> {
             if x.dtype() != DType::F32 {
                 return None;
@@ -172,6 +191,11 @@ impl<B: Backend + HostBuffers, C: CheckpointStrategy> HostBuffers for Autodiff<B
         let (ka, kb) = lerp_factors(t);
         let a = Self::float_mul_scalar(a, ka.into());
         let b = Self::float_mul_scalar(b, kb.into());
+        Self::float_add(a, b)
+    }
+
+    fn host_add(a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+        use burn::backend::ops::FloatTensorOps as _;
         Self::float_add(a, b)
     }
 
@@ -320,6 +344,20 @@ fn nest(xs: &[Tensor<1>], outer: &[&[f32]], f: &mut dyn FnMut(&[&[f32]])) {
     inner(data.as_slice::<f32>().expect("f32 values, checked above"));
 }
 
+/// `a + b` element-wise, burn's `f32` sum (summing gradients of parts of a batch). On flex
+/// without autodiff it adds into `a`'s buffer when nothing else holds it, in blocks that a
+/// thread waiting for this one may take ([`crate::helping`]), so a long sum right after a
+/// parallel run is shared. Tensors of different shapes are burn's `a + b`.
+pub fn add<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> Tensor<D> {
+    if !plain_flex(&a) || !plain_flex(&b) {
+        return a + b;
+    }
+    Tensor::from_dispatch(<burn::backend::Dispatch as HostBuffers>::host_add(
+        a.into_dispatch(),
+        b.into_dispatch(),
+    ))
+}
+
 /// `a·(1 − t) + b·t` (a Polyak average, `t = τ`), the same `f32` arithmetic as
 /// `a.mul_scalar(1 − t) + b.mul_scalar(t)`; on flex in one pass into one new buffer.
 pub fn lerp<const D: usize>(a: Tensor<D>, b: Tensor<D>, t: f64) -> Tensor<D> {
@@ -407,6 +445,38 @@ mod tests {
             let tt = tb.clone().reshape([100, 10]).transpose();
             let want = ta.clone().mul_scalar(0.5) + tt.clone().mul_scalar(0.5);
             assert_eq!(values(lerp(ta.clone(), tt, 0.5)), values(want));
+        }
+    }
+
+    /// `add` gives burn's sum bit for bit, over several blocks, and leaves a first operand
+    /// that another tensor holds unchanged; strided operands and other shapes are burn's.
+    #[test]
+    fn add_is_bit_identical_to_the_tensor_op() {
+        let n = 3 * crate::helping::ELEMENTWISE_BLOCK + 17;
+        for device in devices() {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos() * 1e-3).collect();
+            let ta = Tensor::<1>::from_data(TensorData::new(a.clone(), [n]), &device);
+            let tb = Tensor::<1>::from_data(TensorData::new(b, [n]), &device);
+            let want = values(ta.clone() + tb.clone());
+            let held = ta.clone();
+            let got = values(add(ta, tb.clone()));
+            assert!(
+                want.iter()
+                    .zip(&got)
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+            );
+            assert_ne!(got, a, "{device:?}: the sum differs from a");
+            assert_eq!(values(held), a, "{device:?}: the held operand changed");
+            // Owned by the sum alone: added in place, the same values.
+            let owned = Tensor::<1>::from_data(TensorData::new(a.clone(), [n]), &device);
+            assert_eq!(values(add(owned, tb)), want);
+            let m = Tensor::<2>::from_data(TensorData::new(a[..12].to_vec(), [3, 4]), &device);
+            let t = Tensor::<2>::from_data(TensorData::new(a[..12].to_vec(), [4, 3]), &device);
+            let t = t.transpose();
+            assert_eq!(values(add(m.clone(), t.clone())), values(m.clone() + t));
+            let row = Tensor::<2>::from_data(TensorData::new(a[..4].to_vec(), [1, 4]), &device);
+            assert_eq!(values(add(m.clone(), row.clone())), values(m + row));
         }
     }
 

@@ -308,6 +308,19 @@ multiversion! {
 }
 
 multiversion! {
+    /// `a[i] += b[i]`.
+    ///
+    /// # Panics
+    /// If the slices differ in length.
+    pub fn add_in_place(a: &mut [f32], b: &[f32]) {
+        assert_eq!(a.len(), b.len(), "add: lengths differ");
+        for (x, &y) in a.iter_mut().zip(b) {
+            *x += y;
+        }
+    }
+}
+
+multiversion! {
     /// `out[i] = a[i]·ka + b[i]·kb` (two products and a sum, each rounded), written into
     /// `out` whether or not it was initialised.
     ///

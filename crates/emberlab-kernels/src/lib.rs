@@ -64,7 +64,9 @@ use emberlab_core::{Error, Result};
 pub use ensemble_min::{
     EnsembleMinGrad, HostEnsembleMin, ensemble_min, ensemble_min_hidden_grad, ensemble_min_rows,
 };
-pub use host::{Fill, HostBuffers, Read, lerp, read_values, remap, unshared, with_host_values};
+pub use host::{
+    Fill, HostBuffers, Read, add, lerp, read_values, remap, unshared, with_host_values,
+};
 pub use matmul::{HostMatmul, matmul};
 pub use product::{HostMatrix, host_product};
 pub use tanh_gaussian::{

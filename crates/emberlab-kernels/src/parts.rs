@@ -63,7 +63,7 @@
 
 pub mod tuner;
 
-use crate::worker::{Helper, cap_spin, spin_budget, spin_is_configured, spun};
+use crate::worker::{Helper, cap_spin, help_budget, spin_is_configured, spun};
 use crate::{Error, Result};
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -500,12 +500,6 @@ impl Gate {
             crate::helping::help_until(help_budget(), all);
         }
     }
-}
-
-/// How long a thread of a run waits for the others while taking their blocks: the spin
-/// budget, and at least [`crate::helping::HELP_FLOOR`] even where waits block.
-fn help_budget() -> std::time::Duration {
-    spin_budget().max(crate::helping::HELP_FLOOR)
 }
 
 #[cfg(test)]

@@ -107,6 +107,13 @@ fn adapted(now: u64, max: u64, in_time: bool) -> u64 {
     }
 }
 
+/// How long a thread of a run waits for the others (or a helper for its next job) while
+/// taking their blocks: the spin budget, and at least [`crate::helping::HELP_FLOOR`] even
+/// where waits block.
+pub(crate) fn help_budget() -> Duration {
+    spin_budget().max(crate::helping::HELP_FLOOR)
+}
+
 /// Spins until `ready()` says yes or [`spin_budget`] has passed; says whether it became
 /// ready, and records the outcome ([`spun`]).
 pub fn spin_until(ready: impl FnMut() -> bool) -> bool {
@@ -381,13 +388,20 @@ impl Helper {
 }
 
 /// The helper thread: runs each posted job, then waits for the next (spinning, then
-/// parked until [`Helper::join`] unparks it).
+/// parked until [`Helper::join`] unparks it). While it spins it takes blocks of long passes
+/// its owner offers right after a run ([`crate::helping`]: the sum of the rows' gradients,
+/// an optimizer's step outside the run), in the jobs' floating-point mode.
 fn serve(slot: &Slot) {
     let mut seen = 0;
     loop {
         let posted =
             || slot.posted.load(Ordering::Acquire) != seen || slot.stop.load(Ordering::Acquire);
-        if !spin_until(posted) {
+        let in_time = {
+            let _flush = crate::denormals::flush_denormals_here();
+            crate::helping::help_until(help_budget(), posted)
+        };
+        spun(in_time);
+        if !in_time {
             while !posted() {
                 std::thread::park();
             }

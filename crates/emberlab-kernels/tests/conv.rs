@@ -94,7 +94,11 @@ fn the_host_path_runs_tracked_or_not() {
         let y = emberlab_kernels::conv2d(x.clone(), w.clone(), Some(b.clone()), stride, padding);
         let options = ConvOptions::new(stride, padding, [1, 1], 1);
         let want = burn::tensor::module::conv2d(x, w, Some(b), options);
-        close(&format!("untracked {input:?} y with bias"), &values(y), &values(want));
+        close(
+            &format!("untracked {input:?} y with bias"),
+            &values(y),
+            &values(want),
+        );
     }
     // An input with no rows, all padding: the output is the bias.
     let b = Tensor::<1>::from_floats([0.5, -2.0], &flex);

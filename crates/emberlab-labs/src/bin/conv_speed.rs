@@ -60,6 +60,9 @@ fn main() -> Result<()> {
         .nth(1)
         .map(|r| r.parse().unwrap_or(9))
         .unwrap_or(9);
+    // Network math with denormals flushed, as `Dqn`'s update runs it (and as a run's
+    // helper thread takes blocks only from a thread in its own mode).
+    let _flush = emberlab_core::denormals::flush_denormals_here();
     let learn = DeviceSpec::Flex.autodiff_device()?;
     let plain = DeviceSpec::Flex.device()?;
     let q = CnnQ {
