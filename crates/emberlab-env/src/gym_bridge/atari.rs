@@ -21,7 +21,7 @@
 use super::worker::{Worker, default_python};
 use emberlab_core::{Error, Result};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 const SCRIPT: &str = include_str!("atari.py");
 
@@ -246,17 +246,16 @@ impl AtariEnv {
     pub fn reset(&mut self, seed: Option<u64>) -> Result<&[u8]> {
         let has_seed = [u8::from(seed.is_some())];
         self.request(b'R', &[&has_seed, &seed.unwrap_or(0).to_le_bytes()], true)?;
-        let shared = Arc::clone(&self.worker);
-        let mut worker = self.replying(&shared)?;
-        match worker.tag()? {
+        self.reply(|env, worker| match worker.tag()? {
             b'O' => {
-                worker.read_exact(&mut self.frame, "reading a frame")?;
-                self.lives = worker.u32()?;
-                self.needs_reset = false;
-                Ok(&self.frame)
+                worker.read_exact(&mut env.frame, "reading a frame")?;
+                env.lives = worker.u32()?;
+                env.needs_reset = false;
+                Ok(())
             }
             other => Err(worker.unexpected(other, "a frame")),
-        }
+        })?;
+        Ok(&self.frame)
     }
 
     /// Steps the game with action `action`; the new frame is [`AtariEnv::frame`].
@@ -292,9 +291,14 @@ impl AtariEnv {
     /// Reads this game's step reply (an error without reading when another game's reply
     /// comes first).
     fn read_step(&mut self) -> Result<AtariStep> {
-        let shared = Arc::clone(&self.worker);
-        let mut worker = self.replying(&shared)?;
-        self.sent = false;
+        self.reply(|env, worker| {
+            env.sent = false;
+            env.step_reply(worker)
+        })
+    }
+
+    /// A step reply read from `worker` into the game's frame and state.
+    fn step_reply(&mut self, worker: &mut Shared) -> Result<AtariStep> {
         match worker.tag()? {
             b'T' => {
                 worker.read_exact(&mut self.frame, "reading a frame")?;
@@ -336,13 +340,15 @@ impl AtariEnv {
         Ok(())
     }
 
-    /// The worker, its next reply this game's (taken off the due list).
-    fn replying<'a>(&self, shared: &'a Mutex<Shared>) -> Result<MutexGuard<'a, Shared>> {
+    /// `read(self, worker)` with the worker locked and its next reply this game's (taken
+    /// off the due list); an error without reading when another game's reply comes first.
+    fn reply<R>(&mut self, read: impl FnOnce(&mut Self, &mut Shared) -> Result<R>) -> Result<R> {
+        let shared = Arc::clone(&self.worker);
         let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
         match guard.due.front() {
             Some(&next) if next == self.game => {
                 guard.due.pop_front();
-                Ok(guard)
+                read(self, &mut guard)
             }
             next => Err(Error::invalid(
                 format!("atari reply for game {} of {}", self.game, self.id),
@@ -364,9 +370,7 @@ impl AtariEnv {
     /// A reply to a game of the same worker still due, the worker died or the game raised.
     pub fn screen(&mut self) -> Result<(Vec<u8>, [usize; 2])> {
         self.request(b'P', &[], true)?;
-        let shared = Arc::clone(&self.worker);
-        let mut worker = self.replying(&shared)?;
-        match worker.tag()? {
+        self.reply(|_, worker| match worker.tag()? {
             b'P' => {
                 let (h, w) = (worker.u32()? as usize, worker.u32()? as usize);
                 if h * w > 4096 * 4096 {
@@ -386,7 +390,7 @@ impl AtariEnv {
                 Ok((rgb, [h, w]))
             }
             other => Err(worker.unexpected(other, "a screen")),
-        }
+        })
     }
 }
 
