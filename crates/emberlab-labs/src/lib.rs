@@ -12,7 +12,7 @@
 //! | `frozen_speed` | frozen (host, no-autodiff) inference of a policy against burn's |
 //! | `acting_speed` | `Agent::act` on one observation for SAC, TD3 and DQN |
 //! | `gemm_libraries` | flex's GEMM against MKL and OpenBLAS (PyPI wheels) at the updates' shapes |
-| `packed_rate` | the library's layer product against an AVX-512 driver over weights packed once |
+//! | `packed_rate` | the library's layer product against an AVX-512 driver over weights packed once |
 //!
 //! The criterion bench `gemm_paths` (`cargo bench -p emberlab-labs --bench gemm_paths`)
 //! times the same GEMM paths at the same shapes, its group named by the CPU.
