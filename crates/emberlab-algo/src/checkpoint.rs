@@ -129,7 +129,9 @@ fn sync_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// Writes a folder atomically: `write` fills `<dir>.partial`, every file is fsynced, and only
+/// Writes a folder atomically: `write` fills `<dir>.partial`, a
+/// [`MANIFEST`](crate::manifest::MANIFEST) lists every file with its checksum
+/// ([`crate::manifest::verify_dir`] checks a folder against it), every file is fsynced, and only
 /// then does it take `dir`'s place (the old one moved to `<dir>.previous` for the instant
 /// between the two renames, then removed). A crash at any point leaves either the old or
 /// the new folder complete: [`existing_dir`] finds it.
@@ -142,7 +144,9 @@ pub fn write_dir_atomically(dir: &Path, write: impl FnOnce(&Path) -> Result<()>)
         std::fs::remove_dir_all(&partial).map_err(io(&partial))?;
     }
     std::fs::create_dir_all(&partial).map_err(io(&partial))?;
-    let written = write(&partial).and_then(|()| sync_tree(&partial));
+    let written = write(&partial)
+        .and_then(|()| crate::manifest::write_manifest(&partial))
+        .and_then(|()| sync_tree(&partial));
     if let Err(e) = written {
         let _ = std::fs::remove_dir_all(&partial);
         return Err(e);
@@ -174,8 +178,10 @@ pub fn existing_dir(dir: &Path) -> Option<PathBuf> {
     previous.is_dir().then_some(previous)
 }
 
-/// Writes a checkpoint of `learner` to `dir`, replacing the one there only once the new
-/// one is complete ([`write_dir_atomically`]).
+/// Writes a checkpoint of `learner` to `dir`, with the observation statistics its policy
+/// acts through when it has them (`normalizer`, as
+/// [`emberlab_env::OBS_NORMALIZER_FILE`]), replacing the one there only once the new one
+/// is complete ([`write_dir_atomically`]).
 ///
 /// # Errors
 /// An I/O error; the previous checkpoint is then left as it was.
@@ -183,18 +189,27 @@ pub fn save_checkpoint(
     learner: &mut dyn Checkpoint,
     dir: &Path,
     info: &CheckpointInfo,
+    normalizer: Option<&emberlab_env::ObsNormalizer>,
 ) -> Result<()> {
     write_dir_atomically(dir, |partial| {
         learner.save_networks(partial)?;
+        if let Some(n) = normalizer {
+            n.save_file(&partial.join(emberlab_env::OBS_NORMALIZER_FILE))?;
+        }
         let text = toml::to_string(info).expect("checkpoint info serialises");
         let info_path = partial.join(INFO);
         std::fs::write(&info_path, text).map_err(io(&info_path))
     })
 }
 
-/// Loads the checkpoint in `dir` into `learner` and says when it was taken.
+/// Loads the checkpoint in `dir` into `learner` and says when it was taken, after checking
+/// the folder's files against its manifest ([`crate::manifest::verify_dir`]).
+///
+/// # Errors
+/// A missing, damaged or mismatched file; `learner` is then left as it was.
 pub fn load_checkpoint(learner: &mut dyn Checkpoint, dir: &Path) -> Result<CheckpointInfo> {
     let dir = &existing_dir(dir).unwrap_or_else(|| dir.to_path_buf());
+    crate::manifest::verify_dir(dir)?;
     let info_path = dir.join(INFO);
     let text = std::fs::read_to_string(&info_path).map_err(io(&info_path))?;
     let info: CheckpointInfo = toml::from_str(&text).map_err(|e| Error::Corrupt {
@@ -287,10 +302,8 @@ impl Checkpointer {
         if env_steps < self.next || self.written == Some(env_steps) {
             return Ok(());
         }
-        save_checkpoint(learner, dir, &CheckpointInfo { env_steps, updates })?;
-        if let Some(n) = &self.normalizer {
-            n.save_file(&dir.join(emberlab_env::OBS_NORMALIZER_FILE))?;
-        }
+        let info = CheckpointInfo { env_steps, updates };
+        save_checkpoint(learner, dir, &info, self.normalizer.as_ref())?;
         self.written = Some(env_steps);
         self.next = match self.config.every {
             0 => u64::MAX,

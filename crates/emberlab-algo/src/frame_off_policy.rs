@@ -320,9 +320,11 @@ impl<L: OffPolicyLearner, S: Sampler> FrameOffPolicyTrainer<'_, L, S> {
     /// environments comes last, after the rest was restored.
     ///
     /// # Errors
-    /// A missing, truncated or damaged file, the state of a different run, or an
+    /// A missing, truncated or damaged file (every file listed in the folder's
+    /// [`crate::manifest::MANIFEST`] is checked first), the state of a different run, or an
     /// environment's error.
     pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        crate::manifest::verify_dir(dir)?;
         let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
         let mut replay = FrameReplay::<S>::load(dir.join("replay.frames"))?;
         let (ours, saved) = (self.replay.storage(), replay.storage());

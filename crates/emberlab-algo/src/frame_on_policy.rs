@@ -256,9 +256,11 @@ impl<'a, L: OnPolicyLearner> FrameOnPolicyTrainer<'a, L> {
     /// environments comes last, after the rest was restored.
     ///
     /// # Errors
-    /// A missing, truncated or damaged file, the state of a different run, or an
+    /// A missing, truncated or damaged file (every file listed in the folder's
+    /// [`crate::manifest::MANIFEST`] is checked first), the state of a different run, or an
     /// environment's error.
     pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        crate::manifest::verify_dir(dir)?;
         let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
         let check = crate::training_state::check_saved;
         let mut src = StateReader::new(&words, TRAINER_STATE);

@@ -81,6 +81,7 @@ mod frame_on_policy;
 mod guard;
 mod host_step;
 mod learner;
+pub mod manifest;
 mod off_policy;
 mod on_policy;
 mod optimizer;

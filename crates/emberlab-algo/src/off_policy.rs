@@ -420,8 +420,10 @@ impl<'a, L: OffPolicyLearner, S: Sampler> OffPolicyTrainer<'a, L, S> {
     /// Read everything first: on an error nothing has changed.
     ///
     /// # Errors
-    /// A missing, truncated or damaged file, or the state of a different run.
+    /// A missing, truncated or damaged file (every file listed in the folder's
+    /// [`crate::manifest::MANIFEST`] is checked first), or the state of a different run.
     pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        crate::manifest::verify_dir(dir)?;
         let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
         let env_words = load_words(&dir.join("env.state"), "vector env")?;
         let replay = ReplayBuffer::<S>::load(dir.join("replay.bin"))?;

@@ -568,8 +568,10 @@ impl<'a, L: OnPolicyLearner> OnPolicyTrainer<'a, L> {
     /// saved one. On an error nothing has changed.
     ///
     /// # Errors
-    /// A missing, truncated or damaged file, or the state of a different run.
+    /// A missing, truncated or damaged file (every file listed in the folder's
+    /// [`crate::manifest::MANIFEST`] is checked first), or the state of a different run.
     pub fn load_state(&mut self, dir: &Path) -> Result<()> {
+        crate::manifest::verify_dir(dir)?;
         let words = load_words(&dir.join("trainer.state"), TRAINER_STATE)?;
         let mut src = StateReader::new(&words, TRAINER_STATE);
         let n = self.resetting.len();

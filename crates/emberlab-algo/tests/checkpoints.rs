@@ -60,7 +60,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
     };
     let (mut a, mut b) = (sac(1), sac(2));
     let dir = temp_dir("sac");
-    save_checkpoint(&mut a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info, None).unwrap();
     let mut a2 = sac(1);
     assert_ne!(probe(&mut a2, 3), probe(&mut b, 3));
     assert_eq!(load_checkpoint(&mut b, &dir).unwrap(), info);
@@ -90,7 +90,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
     };
     let (mut a, mut b) = (dqn(1), dqn(2));
     let dir = temp_dir("dqn");
-    save_checkpoint(&mut a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info, None).unwrap();
     load_checkpoint(&mut b, &dir).unwrap();
     let x = Tensor::<2>::from_data(TensorData::new(vec![0.2f32; 8], [2, 4]), &device);
     assert_eq!(
@@ -107,7 +107,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
     };
     let (mut a, mut b): (PolicyGradient, PolicyGradient) = (pg(1), pg(2));
     let dir = temp_dir("a2c");
-    save_checkpoint(&mut a, &dir, &info).unwrap();
+    save_checkpoint(&mut a, &dir, &info, None).unwrap();
     load_checkpoint(&mut b, &dir).unwrap();
     assert_eq!(probe(&mut a, 4), probe(&mut b, 4));
     for name in ["sac", "dqn", "a2c"] {
@@ -145,7 +145,7 @@ fn bad_checkpoint_folders_are_errors_that_change_nothing() {
         env_steps: 1,
         updates: 1,
     };
-    save_checkpoint(&mut sac, &dir, &info).unwrap();
+    save_checkpoint(&mut sac, &dir, &info, None).unwrap();
     let err = load_checkpoint(&mut dqn, &dir).unwrap_err();
     assert!(err.to_string().contains("q.safetensors"), "{err}");
 
@@ -211,6 +211,52 @@ impl VecEnv for PoisonedRewards {
             raw_rewards: s.raw_rewards,
         })
     }
+}
+
+/// A network file damaged on disk after the write: a flipped byte in the weights, which
+/// the file's own format does not notice, is refused by the folder's manifest, naming the
+/// file; the learner is left as it was.
+#[test]
+fn a_damaged_network_file_is_refused_by_the_manifest() {
+    let _serial = common::serial();
+    let device = flex();
+    let e = env("CartPole-v1");
+    let (obs, act) = (e.single_observation_space(), e.single_action_space());
+    let build = |seed| {
+        let c = DqnConfig {
+            seed,
+            ..DqnConfig::default()
+        };
+        c.build(obs, act, &common::same(&device)).unwrap()
+    };
+    let (mut saved, mut other) = (build(1), build(2));
+    let dir = temp_dir("damaged-weights");
+    let info = CheckpointInfo {
+        env_steps: 7,
+        updates: 3,
+    };
+    save_checkpoint(&mut saved, &dir, &info, None).unwrap();
+    assert!(dir.join(emberlab_algo::manifest::MANIFEST).is_file());
+    let before = probe(&mut other, 4);
+    let file = dir.join("q.safetensors");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() - 64; // inside the last tensor's values
+    bytes[at] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let err = load_checkpoint(&mut other, &dir).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("q.safetensors") && text.contains("damaged"),
+        "{text}"
+    );
+    assert_eq!(probe(&mut other, 4), before, "the learner changed");
+    // Undamaged again, it loads: the weights are the saved learner's.
+    bytes[at] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    assert_eq!(load_checkpoint(&mut other, &dir).unwrap(), info);
+    assert_eq!(probe(&mut other, 4), probe(&mut saved, 4));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn default_dqn(env: &dyn VecEnv, device: &burn::tensor::Device) -> Dqn {

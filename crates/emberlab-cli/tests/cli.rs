@@ -278,9 +278,28 @@ fn mistakes_are_one_line_with_exit_code_2() {
         "damaged",
     );
     assert_eq!(listing(&cwd.join("tiny")), before, "the run folder changed");
-    // A truncated replay file likewise.
+    // A network file damaged on disk (its format has no checksum): the manifest names it.
     bytes[at] ^= 0x40;
     std::fs::write(&state, &bytes).unwrap();
+    let net = std::fs::read_dir(cwd.join("tiny/checkpoint/learner"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "bpk"))
+        .expect("a network file in the checkpoint");
+    let good = std::fs::read(&net).unwrap();
+    let mut damaged = good.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x04;
+    std::fs::write(&net, &damaged).unwrap();
+    let before = listing(&cwd.join("tiny"));
+    let name = net.file_name().unwrap().to_str().unwrap();
+    let out = ember(&["train", "--resume", "tiny"], &cwd);
+    one_line_error(&out, &["cannot resume", name, "damaged"], "damaged weights");
+    let out = ember(&["eval", "tiny", "--episodes", "1"], &cwd);
+    one_line_error(&out, &[name, "damaged"], "damaged weights, eval");
+    assert_eq!(listing(&cwd.join("tiny")), before);
+    std::fs::write(&net, &good).unwrap();
+    // A truncated replay file likewise.
     let replay = cwd.join("tiny/checkpoint/replay.bin");
     let full = std::fs::read(&replay).unwrap();
     std::fs::write(&replay, &full[..full.len() - 9]).unwrap();

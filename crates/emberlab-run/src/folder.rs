@@ -113,9 +113,8 @@ pub fn load_weights(learner: &mut dyn RunLearner, run: &Path, best: bool) -> Res
             .context_with(|| format!("cannot load {}", dir.display()))?;
         return Ok(dir);
     }
-    learner
-        .training_state()
-        .load_state(&dir.join("learner"))
+    emberlab_algo::manifest::verify_dir(&dir)
+        .and_then(|()| learner.training_state().load_state(&dir.join("learner")))
         .context_with(|| format!("cannot load the checkpoint in {}", dir.display()))?;
     Ok(dir)
 }

@@ -450,13 +450,12 @@ fn save_best(t: &mut dyn Trainer, best: &Path, env_steps: u64) -> emberlab_core:
     let updates = t.report().updates;
     let normalizer = t.obs_normalizer();
     match t.checkpoint() {
-        Some(c) => {
-            save_checkpoint(c, best, &CheckpointInfo { env_steps, updates })?;
-            match normalizer {
-                Some(n) => n.save_file(&best.join(emberlab_env::OBS_NORMALIZER_FILE)),
-                None => Ok(()),
-            }
-        }
+        Some(c) => save_checkpoint(
+            c,
+            best,
+            &CheckpointInfo { env_steps, updates },
+            normalizer.as_ref(),
+        ),
         None => Ok(()),
     }
 }

@@ -239,6 +239,7 @@ where
     let mut position = Position::default();
     let resumed = match existing_dir(&opts.dir.join(STATE_DIR)) {
         Some(dir) => {
+            emberlab_algo::manifest::verify_dir(&dir)?;
             if let Some(state) = learner.training_state() {
                 state.load_state(&dir.join("learner"))?;
             }
