@@ -17,7 +17,7 @@
 //! The criterion bench `gemm_paths` (`cargo bench -p emberlab-labs --bench gemm_paths`)
 //! times the same GEMM paths at the same shapes, its group named by the CPU.
 //!
-//! Shared by the programs: [`host_gemm`], [`blas`].
+//! Shared by the programs: [`host_gemm`], [`values`], [`blas`].
 
 pub mod blas;
 
@@ -62,4 +62,17 @@ pub fn host_gemm(
             gemm::Parallelism::None,
         );
     }
+}
+
+/// `n` small deterministic values in `[-0.05, 0.05)` from a linear congruential
+/// generator whose state is `seed` (advanced): operands for the programs' products.
+pub fn values(n: usize, seed: &mut u64) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            *seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+        })
+        .collect()
 }

@@ -50,8 +50,8 @@ fn main() -> Result<(), String> {
     let _flush = emberlab::backend::denormals::flush_denormals_here();
     for (rows, outputs, inputs) in shapes {
         let mut seed = 7u64;
-        let x = values(rows * inputs, &mut seed);
-        let w = values(inputs * outputs, &mut seed);
+        let x = emberlab_labs::values(rows * inputs, &mut seed);
+        let w = emberlab_labs::values(inputs * outputs, &mut seed);
         let mut reference = vec![0.0; rows * outputs];
         library(&x, &w, &mut reference, (rows, outputs, inputs));
         let packed = pack(&w, outputs, inputs);
@@ -282,16 +282,4 @@ unsafe fn kernel<const V: usize, const R: usize>(c: Call) {
             }
         }
     }
-}
-
-/// Small deterministic values in `[-0.05, 0.05)`.
-fn values(n: usize, seed: &mut u64) -> Vec<f32> {
-    (0..n)
-        .map(|_| {
-            *seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
-        })
-        .collect()
 }

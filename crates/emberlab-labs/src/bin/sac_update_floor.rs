@@ -87,18 +87,6 @@ fn dot_masked(x: &[f32], y: &[f32], mask: &[f32]) -> f32 {
     acc.iter().sum()
 }
 
-/// Small deterministic values in `[-0.05, 0.05)`.
-fn values(n: usize, seed: &mut u64) -> Vec<f32> {
-    (0..n)
-        .map(|_| {
-            *seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
-        })
-        .collect()
-}
-
 /// A ReLU MLP `inp → H → H → out`: `w0` `[inp, H]`, `w1` `[H, H]`, `w2` stored `[out, H]`.
 struct Mlp {
     inp: usize,
@@ -112,7 +100,7 @@ impl Mlp {
         Mlp {
             inp,
             out,
-            p: sizes.map(|n| values(n, seed)),
+            p: sizes.map(|n| emberlab_labs::values(n, seed)),
         }
     }
 
@@ -302,9 +290,9 @@ impl CriticHalf {
             grads: critics.iter().map(Mlp::zeros_like).collect(),
             critics,
             targets,
-            input: values(B * CIN, seed),
-            next_input: values(B * CIN, seed),
-            reward: values(B, seed),
+            input: emberlab_labs::values(B * CIN, seed),
+            next_input: emberlab_labs::values(B * CIN, seed),
+            reward: emberlab_labs::values(B, seed),
             acts: (0..E).map(|_| Acts::new(1)).collect(),
             target_acts: Acts::new(1),
             next_q: vec![f32::INFINITY; B],
@@ -396,9 +384,12 @@ impl ActorHalf {
             grads: actor.zeros_like(),
             actor,
             critics: (0..E).map(|_| Mlp::new(CIN, 1, seed)).collect(),
-            obs: values(B * OBS, seed),
-            next_obs: values(B * OBS, seed),
-            noise: values(B * ACT, seed).iter().map(|v| v * 20.0).collect(),
+            obs: emberlab_labs::values(B * OBS, seed),
+            next_obs: emberlab_labs::values(B * OBS, seed),
+            noise: emberlab_labs::values(B * ACT, seed)
+                .iter()
+                .map(|v| v * 20.0)
+                .collect(),
             next: Acts::new(2 * ACT),
             acts: Acts::new(2 * ACT),
             critic_input: vec![0.0; B * CIN],
