@@ -52,7 +52,8 @@ pub struct CheckpointInfo {
 
 const INFO: &str = "checkpoint.toml";
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+/// An I/O error at `path`, for `map_err`.
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.to_path_buf(),
         source,

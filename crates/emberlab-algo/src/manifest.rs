@@ -14,6 +14,7 @@
 //! end 5e6f7a8b
 //! ```
 
+use crate::checkpoint::io;
 use emberlab_core::{Error, Result};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -190,13 +191,6 @@ fn checksum(path: &Path) -> Result<(u64, u32)> {
         }
         hasher.update(&buffer[..n]);
         len += n as u64;
-    }
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
     }
 }
 
