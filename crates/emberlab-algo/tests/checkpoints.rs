@@ -81,14 +81,7 @@ fn round_trip_restores_sac_dqn_and_a2c() {
 
     let e = env("CartPole-v1");
     let (obs, act) = (e.single_observation_space(), e.single_action_space());
-    let dqn = |seed| {
-        let c = DqnConfig {
-            seed,
-            ..DqnConfig::default()
-        };
-        c.build(obs, act, &common::same(&device)).unwrap()
-    };
-    let (mut a, mut b) = (dqn(1), dqn(2));
+    let (mut a, mut b) = (seeded_dqn(1, &device), seeded_dqn(2, &device));
     let dir = temp_dir("dqn");
     save_checkpoint(&mut a, &dir, &info, None).unwrap();
     load_checkpoint(&mut b, &dir).unwrap();
@@ -220,16 +213,7 @@ impl VecEnv for PoisonedRewards {
 fn a_damaged_network_file_is_refused_by_the_manifest() {
     let _serial = common::serial();
     let device = flex();
-    let e = env("CartPole-v1");
-    let (obs, act) = (e.single_observation_space(), e.single_action_space());
-    let build = |seed| {
-        let c = DqnConfig {
-            seed,
-            ..DqnConfig::default()
-        };
-        c.build(obs, act, &common::same(&device)).unwrap()
-    };
-    let (mut saved, mut other) = (build(1), build(2));
+    let (mut saved, mut other) = (seeded_dqn(1, &device), seeded_dqn(2, &device));
     let dir = temp_dir("damaged-weights");
     let info = CheckpointInfo {
         env_steps: 7,
@@ -257,6 +241,17 @@ fn a_damaged_network_file_is_refused_by_the_manifest() {
     assert_eq!(load_checkpoint(&mut other, &dir).unwrap(), info);
     assert_eq!(probe(&mut other, 4), probe(&mut saved, 4));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// DQN with its defaults on CartPole-v1's spaces, seeded with `seed`.
+fn seeded_dqn(seed: u64, device: &burn::tensor::Device) -> Dqn {
+    let e = env("CartPole-v1");
+    let (obs, act) = (e.single_observation_space(), e.single_action_space());
+    let c = DqnConfig {
+        seed,
+        ..DqnConfig::default()
+    };
+    c.build(obs, act, &common::same(device)).unwrap()
 }
 
 fn default_dqn(env: &dyn VecEnv, device: &burn::tensor::Device) -> Dqn {
