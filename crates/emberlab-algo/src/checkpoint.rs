@@ -53,13 +53,6 @@ pub struct CheckpointInfo {
 const INFO: &str = "checkpoint.toml";
 
 /// An I/O error at `path`, for `map_err`.
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 fn sibling(dir: &Path, suffix: &str) -> PathBuf {
     let mut name = dir.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
@@ -106,14 +99,14 @@ pub fn load_module<M: Module>(mut module: M, dir: &Path, name: &str) -> Result<M
 
 /// Fsyncs every file under `dir` and the folders themselves.
 fn sync_tree(dir: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
-        let path = entry.map_err(io(dir))?.path();
+    for entry in std::fs::read_dir(dir).map_err(Error::io_at(dir))? {
+        let path = entry.map_err(Error::io_at(dir))?.path();
         if path.is_dir() {
             sync_tree(&path)?;
         } else {
             std::fs::File::open(&path)
                 .and_then(|f| f.sync_all())
-                .map_err(io(&path))?;
+                .map_err(Error::io_at(&path))?;
         }
     }
     sync_dir(dir)
@@ -126,7 +119,7 @@ fn sync_dir(dir: &Path) -> Result<()> {
             let _ = f.sync_all();
             Ok(())
         }
-        Err(e) => Err(io(dir)(e)),
+        Err(e) => Err(Error::io_at(dir)(e)),
     }
 }
 
@@ -142,9 +135,9 @@ fn sync_dir(dir: &Path) -> Result<()> {
 pub fn write_dir_atomically(dir: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let partial = sibling(dir, ".partial");
     if partial.exists() {
-        std::fs::remove_dir_all(&partial).map_err(io(&partial))?;
+        std::fs::remove_dir_all(&partial).map_err(Error::io_at(&partial))?;
     }
-    std::fs::create_dir_all(&partial).map_err(io(&partial))?;
+    std::fs::create_dir_all(&partial).map_err(Error::io_at(&partial))?;
     let written = write(&partial)
         .and_then(|()| crate::manifest::write_manifest(&partial))
         .and_then(|()| sync_tree(&partial));
@@ -155,16 +148,16 @@ pub fn write_dir_atomically(dir: &Path, write: impl FnOnce(&Path) -> Result<()>)
     let previous = sibling(dir, ".previous");
     if dir.exists() {
         if previous.exists() {
-            std::fs::remove_dir_all(&previous).map_err(io(&previous))?;
+            std::fs::remove_dir_all(&previous).map_err(Error::io_at(&previous))?;
         }
-        std::fs::rename(dir, &previous).map_err(io(dir))?;
+        std::fs::rename(dir, &previous).map_err(Error::io_at(dir))?;
     }
-    std::fs::rename(&partial, dir).map_err(io(dir))?;
+    std::fs::rename(&partial, dir).map_err(Error::io_at(dir))?;
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         sync_dir(parent)?;
     }
     if previous.exists() {
-        std::fs::remove_dir_all(&previous).map_err(io(&previous))?;
+        std::fs::remove_dir_all(&previous).map_err(Error::io_at(&previous))?;
     }
     Ok(())
 }
@@ -199,7 +192,7 @@ pub fn save_checkpoint(
         }
         let text = toml::to_string(info).expect("checkpoint info serialises");
         let info_path = partial.join(INFO);
-        std::fs::write(&info_path, text).map_err(io(&info_path))
+        std::fs::write(&info_path, text).map_err(Error::io_at(&info_path))
     })
 }
 
@@ -212,7 +205,7 @@ pub fn load_checkpoint(learner: &mut dyn Checkpoint, dir: &Path) -> Result<Check
     let dir = &existing_dir(dir).unwrap_or_else(|| dir.to_path_buf());
     crate::manifest::verify_dir(dir)?;
     let info_path = dir.join(INFO);
-    let text = std::fs::read_to_string(&info_path).map_err(io(&info_path))?;
+    let text = std::fs::read_to_string(&info_path).map_err(Error::io_at(&info_path))?;
     let info: CheckpointInfo = toml::from_str(&text).map_err(|e| Error::Corrupt {
         path: info_path.clone(),
         kind: "checkpoint info".into(),

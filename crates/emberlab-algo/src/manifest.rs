@@ -14,7 +14,6 @@
 //! end 5e6f7a8b
 //! ```
 
-use crate::checkpoint::io;
 use emberlab_core::{Error, Result};
 use std::fmt::Write as _;
 use std::io::Read;
@@ -43,7 +42,7 @@ pub fn write_manifest(dir: &Path) -> Result<()> {
     let crc = crc32fast::hash(text.as_bytes());
     writeln!(text, "end {crc:08x}").expect("writing to a String");
     let path = dir.join(MANIFEST);
-    std::fs::write(&path, text).map_err(io(&path))
+    std::fs::write(&path, text).map_err(Error::io_at(&path))
 }
 
 /// Checks every file `dir`'s [`MANIFEST`] lists: present, of its length, of its CRC-32. A
@@ -59,7 +58,7 @@ pub fn verify_dir(dir: &Path) -> Result<()> {
     let text = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(&path)(e)),
+        Err(e) => return Err(Error::io_at(&path)(e)),
     };
     for entry in entries(&path, &text)? {
         let file = dir.join(&entry.name);
@@ -75,7 +74,7 @@ pub fn verify_dir(dir: &Path) -> Result<()> {
                     "missing, though the folder's {MANIFEST} lists it"
                 )));
             }
-            Err(e) => return Err(io(&file)(e)),
+            Err(e) => return Err(Error::io_at(&file)(e)),
         };
         if len != entry.len {
             return Err(damaged(format!(
@@ -156,8 +155,8 @@ fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
     let mut folders = vec![(String::new(), dir.to_path_buf())];
     while let Some((prefix, folder)) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).map_err(io(&folder))? {
-            let entry = entry.map_err(io(&folder))?;
+        for entry in std::fs::read_dir(&folder).map_err(Error::io_at(&folder))? {
+            let entry = entry.map_err(Error::io_at(&folder))?;
             let file_name = entry.file_name();
             let Some(file_name) = file_name.to_str() else {
                 return Err(Error::Corrupt {
@@ -167,7 +166,7 @@ fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
                 });
             };
             let name = format!("{prefix}{file_name}");
-            let kind = entry.file_type().map_err(io(&entry.path()))?;
+            let kind = entry.file_type().map_err(Error::io_at(&entry.path()))?;
             if kind.is_dir() {
                 folders.push((format!("{name}/"), entry.path()));
             } else if name != MANIFEST {
@@ -181,11 +180,11 @@ fn files_under(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
 
 /// The length and CRC-32 of the file at `path`, read in chunks.
 fn checksum(path: &Path) -> Result<(u64, u32)> {
-    let mut file = std::fs::File::open(path).map_err(io(path))?;
+    let mut file = std::fs::File::open(path).map_err(Error::io_at(path))?;
     let (mut hasher, mut len) = (crc32fast::Hasher::new(), 0u64);
     let mut buffer = vec![0u8; CHUNK];
     loop {
-        let n = file.read(&mut buffer).map_err(io(path))?;
+        let n = file.read(&mut buffer).map_err(Error::io_at(path))?;
         if n == 0 {
             return Ok((len, hasher.finalize()));
         }

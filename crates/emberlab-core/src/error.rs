@@ -1,6 +1,6 @@
 //! The error type shared by every Ember library crate.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Shorthand for `Result<T, emberlab_core::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -132,6 +132,14 @@ impl Error {
             name: name.into(),
             value: value.to_string(),
             expected: expected.into(),
+        }
+    }
+
+    /// Maps an I/O error on `path` to [`Error::Io`], for `map_err(Error::io_at(&path))`.
+    pub fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Self + '_ {
+        move |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
         }
     }
 

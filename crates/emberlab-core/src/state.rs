@@ -302,13 +302,6 @@ impl<'a> StateReader<'a> {
 
 const MAGIC: &[u8; 8] = b"EMBERSTA";
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// Writes `words` to `path` tagged with `kind`: magic, kind, length, CRC-32, words. The file
 /// is written beside `path`, synced, then renamed onto it.
 ///
@@ -328,10 +321,10 @@ pub fn save_words(path: &Path, kind: &str, words: &[u64]) -> Result<()> {
     let mut tmp = path.as_os_str().to_os_string();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
-    let mut file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(&bytes).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    let mut file = std::fs::File::create(&tmp).map_err(Error::io_at(&tmp))?;
+    file.write_all(&bytes).map_err(Error::io_at(&tmp))?;
+    file.sync_all().map_err(Error::io_at(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(Error::io_at(path))
 }
 
 /// Reads a snapshot [`save_words`] wrote with the same `kind`.
@@ -340,7 +333,7 @@ pub fn save_words(path: &Path, kind: &str, words: &[u64]) -> Result<()> {
 /// [`Error::Io`] if the file cannot be read; [`Error::Corrupt`] if it is truncated, of
 /// another kind, or fails its checksum.
 pub fn load_words(path: &Path, kind: &str) -> Result<Vec<u64>> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = std::fs::read(path).map_err(Error::io_at(path))?;
     let corrupt = |reason: String| Error::Corrupt {
         path: path.to_path_buf(),
         kind: format!("{kind} snapshot"),

@@ -22,7 +22,7 @@ pub use segment::{LogReader, Record};
 
 use emberlab_core::{Error, Result};
 use salvage::{beside, salvage, sync_dir};
-use segment::{End, Header, Segment, io, scan};
+use segment::{End, Header, Segment, scan};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -91,14 +91,14 @@ impl TransitionLog {
         match std::fs::read_dir(&dir) {
             Ok(entries) => {
                 for e in entries {
-                    let e = e.map_err(io(&dir))?;
+                    let e = e.map_err(Error::io_at(&dir))?;
                     if let Some(i) = e.file_name().to_str().and_then(|n| segment_index(n, base)) {
                         later.push((i, e.path()));
                     }
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&dir)(e)),
+            Err(e) => return Err(Error::io_at(&dir)(e)),
         }
         later.sort();
         let mut paths: Vec<PathBuf> = path
@@ -132,10 +132,10 @@ impl TransitionLog {
     pub fn open_stream(path: &Path) -> Result<(Self, LogReader)> {
         let mut paths = Self::segment_paths(path)?;
         if paths.is_empty() {
-            let mut file = File::create(path).map_err(io(path))?;
+            let mut file = File::create(path).map_err(Error::io_at(path))?;
             file.write_all(&Header::default().encode())
-                .map_err(io(path))?;
-            file.sync_all().map_err(io(path))?;
+                .map_err(Error::io_at(path))?;
+            file.sync_all().map_err(Error::io_at(path))?;
             sync_dir(path)?;
             paths.push(path.to_path_buf());
         }
@@ -158,9 +158,12 @@ impl TransitionLog {
                 End::Torn if k + 1 == count => {
                     // The unacknowledged tail of a crash: cut it so appends follow good
                     // records.
-                    let file = OpenOptions::new().write(true).open(p).map_err(io(p))?;
-                    file.set_len(seg.len).map_err(io(p))?;
-                    file.sync_all().map_err(io(p))?;
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .open(p)
+                        .map_err(Error::io_at(p))?;
+                    file.set_len(seg.len).map_err(Error::io_at(p))?;
+                    file.sync_all().map_err(Error::io_at(p))?;
                 }
                 End::Torn => {
                     return Err(Error::Corrupt {
@@ -188,8 +191,8 @@ impl TransitionLog {
         let mut file = OpenOptions::new()
             .write(true)
             .open(&active)
-            .map_err(io(&active))?;
-        file.seek(SeekFrom::End(0)).map_err(io(&active))?;
+            .map_err(Error::io_at(&active))?;
+        file.seek(SeekFrom::End(0)).map_err(Error::io_at(&active))?;
         let reader = LogReader::new(segments.clone());
         let log = TransitionLog {
             path: path.to_path_buf(),
@@ -296,7 +299,7 @@ impl TransitionLog {
             if end > covered || !(outside || self.is_full()) {
                 break;
             }
-            std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+            std::fs::remove_file(&s.path).map_err(Error::io_at(&s.path))?;
             sync_dir(&s.path)?;
             out.segments += 1;
             out.records += s.records;
@@ -325,9 +328,9 @@ impl TransitionLog {
         };
         let path = beside(&self.path, &format!(".{:016}", header.first));
         let bytes = header.encode();
-        let mut file = File::create(&path).map_err(io(&path))?;
-        file.write_all(&bytes).map_err(io(&path))?;
-        file.sync_all().map_err(io(&path))?;
+        let mut file = File::create(&path).map_err(Error::io_at(&path))?;
+        file.write_all(&bytes).map_err(Error::io_at(&path))?;
+        file.sync_all().map_err(Error::io_at(&path))?;
         sync_dir(&path)?;
         self.file = file;
         self.segments.push(Segment {
@@ -390,9 +393,11 @@ impl TransitionLog {
             }
             let active = self.segments.last_mut().expect("at least one segment");
             let path = active.path.clone();
-            self.file.write_all(&self.buf).map_err(io(&path))?;
+            self.file
+                .write_all(&self.buf)
+                .map_err(Error::io_at(&path))?;
             if self.sync {
-                self.file.sync_data().map_err(io(&path))?;
+                self.file.sync_data().map_err(Error::io_at(&path))?;
             }
             active.len += self.buf.len() as u64;
             for r in stored {

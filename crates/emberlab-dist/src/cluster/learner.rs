@@ -235,7 +235,7 @@ where
             hint: "the distributed learner checkpoints it to survive a restart".into(),
         });
     }
-    std::fs::create_dir_all(&opts.dir).map_err(|e| io(&opts.dir, e))?;
+    std::fs::create_dir_all(&opts.dir).map_err(Error::io_at(&opts.dir))?;
     let mut position = Position::default();
     let resumed = match existing_dir(&opts.dir.join(STATE_DIR)) {
         Some(dir) => {
@@ -542,7 +542,7 @@ fn checkpoint<L: OffPolicyLearner + Send + 'static>(
     server.with_agent(move |agent| {
         write_dir_atomically(&state_dir, |d| {
             let learner = d.join("learner");
-            std::fs::create_dir_all(&learner).map_err(|e| io(&learner, e))?;
+            std::fs::create_dir_all(&learner).map_err(Error::io_at(&learner))?;
             let state = agent.training_state().ok_or_else(|| Error::Unavailable {
                 what: "a training state of this learner".into(),
                 hint: "checked at start".into(),
@@ -718,11 +718,4 @@ pub fn status_text(s: &ServerStats, quarantined: u64) -> String {
         r.idle_streams,
         r.accept_backoffs
     )
-}
-
-fn io(path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }

@@ -1,8 +1,8 @@
 //! Setting aside what makes a segment unreadable, so that the learner goes on instead of
 //! refusing to start: no byte is deleted.
 
-use super::segment::{Header, MAGIC, io, record_at};
-use emberlab_core::Result;
+use super::segment::{Header, MAGIC, record_at};
+use emberlab_core::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub(super) fn sync_dir(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         File::open(dir)
             .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
+            .map_err(Error::io_at(dir))?;
     }
     Ok(())
 }
@@ -44,7 +44,7 @@ pub(super) fn sync_dir(path: &Path) -> Result<()> {
 /// # Errors
 /// An I/O error.
 pub(super) fn salvage(path: &Path, reason: &str, into: &mut Salvaged) -> Result<()> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let bytes = std::fs::read(path).map_err(Error::io_at(path))?;
     if !into.reason.is_empty() {
         into.reason.push_str("; ");
     }
@@ -57,7 +57,7 @@ pub(super) fn salvage(path: &Path, reason: &str, into: &mut Salvaged) -> Result<
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
             let aside = beside(path, &format!(".unreadable-{stamp}"));
-            std::fs::rename(path, &aside).map_err(io(path))?;
+            std::fs::rename(path, &aside).map_err(Error::io_at(path))?;
             sync_dir(path)?;
             into.asides.push(aside);
             into.bytes += bytes.len() as u64;
@@ -88,14 +88,14 @@ pub(super) fn salvage(path: &Path, reason: &str, into: &mut Salvaged) -> Result<
         .create(true)
         .append(true)
         .open(&aside)
-        .map_err(io(&aside))?;
-    out.write_all(&damaged).map_err(io(&aside))?;
-    out.sync_all().map_err(io(&aside))?;
+        .map_err(Error::io_at(&aside))?;
+    out.write_all(&damaged).map_err(Error::io_at(&aside))?;
+    out.sync_all().map_err(Error::io_at(&aside))?;
     let tmp = beside(path, ".salvaging");
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(&good).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))?;
+    let mut file = File::create(&tmp).map_err(Error::io_at(&tmp))?;
+    file.write_all(&good).map_err(Error::io_at(&tmp))?;
+    file.sync_all().map_err(Error::io_at(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(Error::io_at(path))?;
     sync_dir(path)?;
     into.asides.push(aside);
     into.bytes += damaged.len() as u64;

@@ -208,22 +208,14 @@ fn corrupt(path: &Path, reason: String) -> Error {
     }
 }
 
-/// Maps an I/O error on `path` to [`Error::Io`].
-pub(super) fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// Reads the segment at `path` through, calling `each` on every verified record, and says
 /// how its records ended.
 ///
 /// # Errors
 /// An I/O error; an unreadable header.
 pub(super) fn scan(path: &Path, mut each: impl FnMut(&Record)) -> Result<(Segment, End)> {
-    let file = File::open(path).map_err(io(path))?;
-    let file_len = file.metadata().map_err(io(path))?.len();
+    let file = File::open(path).map_err(Error::io_at(path))?;
+    let file_len = file.metadata().map_err(Error::io_at(path))?.len();
     let mut r = BufReader::with_capacity(1 << 20, file);
     let (header, header_len) = Header::read(&mut r).map_err(|e| corrupt(path, e))?;
     let mut seg = Segment {
@@ -251,7 +243,7 @@ pub(super) fn scan(path: &Path, mut each: impl FnMut(&Record)) -> Result<(Segmen
             return Ok((seg, End::Torn));
         }
         payload.resize(n, 0);
-        r.read_exact(&mut payload).map_err(io(path))?;
+        r.read_exact(&mut payload).map_err(Error::io_at(path))?;
         let record = (crc32fast::hash(&payload) == crc)
             .then(|| Record::decode(&payload))
             .flatten();
@@ -291,9 +283,9 @@ impl LogReader {
     }
 
     fn open(seg: &Segment) -> Result<(BufReader<File>, u64, PathBuf)> {
-        let mut file = File::open(&seg.path).map_err(io(&seg.path))?;
+        let mut file = File::open(&seg.path).map_err(Error::io_at(&seg.path))?;
         file.seek(SeekFrom::Start(seg.header_len))
-            .map_err(io(&seg.path))?;
+            .map_err(Error::io_at(&seg.path))?;
         Ok((
             BufReader::with_capacity(1 << 20, file),
             seg.len - seg.header_len,
@@ -325,7 +317,7 @@ impl Iterator for LogReader {
             if let Err(e) = read {
                 let path = path.clone();
                 self.current = None;
-                return Some(Err(io(&path)(e)));
+                return Some(Err(Error::io_at(&path)(e)));
             }
             *left = left.saturating_sub(8 + self.payload.len() as u64);
             // Verified at open; a record that no longer reads is the file changed since.
