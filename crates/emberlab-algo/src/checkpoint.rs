@@ -52,7 +52,6 @@ pub struct CheckpointInfo {
 
 const INFO: &str = "checkpoint.toml";
 
-/// An I/O error at `path`, for `map_err`.
 fn sibling(dir: &Path, suffix: &str) -> PathBuf {
     let mut name = dir.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);

@@ -164,10 +164,7 @@ pub(crate) fn save_learner_and_env(
 pub(crate) fn save_learner(learner: Option<&mut dyn TrainingState>, dir: &Path) -> Result<()> {
     let learner = learner.ok_or_else(no_training_state)?;
     let learner_dir = dir.join("learner");
-    std::fs::create_dir_all(&learner_dir).map_err(|source| Error::Io {
-        path: learner_dir.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(&learner_dir).map_err(Error::io_at(&learner_dir))?;
     learner.save_state(&learner_dir)
 }
 

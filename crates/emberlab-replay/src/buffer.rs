@@ -137,15 +137,12 @@ impl<S: Sampler> ReplayBuffer<S> {
         file.extend_from_slice(&(crc32fast::hash(&payload) as u64).to_le_bytes());
         file.extend_from_slice(&payload);
         let tmp = path.with_extension("tmp");
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&file).map_err(io)?;
-        f.sync_all().map_err(io)?;
+        let io = Error::io_at(path);
+        let mut f = std::fs::File::create(&tmp).map_err(&io)?;
+        f.write_all(&file).map_err(&io)?;
+        f.sync_all().map_err(&io)?;
         drop(f);
-        std::fs::rename(&tmp, path).map_err(io)
+        std::fs::rename(&tmp, path).map_err(&io)
     }
 
     fn encode_body(&self, enc: &mut Encoder) {
@@ -185,10 +182,7 @@ impl<S: Sampler> ReplayBuffer<S> {
     /// [`Error::Corrupt`] that says what is wrong.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let data = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let data = std::fs::read(path).map_err(Error::io_at(path))?;
         let head = Decoder::new(&data, path, KIND);
         if data.len() < HEADER || &data[..8] != MAGIC {
             return Err(head.corrupt(if data.len() < 8 || &data[..8] != MAGIC {

@@ -34,10 +34,7 @@ impl StreamWriter {
     /// Starts `path` (through `path` with the extension `tmp`) with `magic` and `version`.
     pub(crate) fn create(path: &Path, magic: &[u8; 8], version: u64) -> Result<Self> {
         let tmp = path.with_extension("tmp");
-        let file = File::create(&tmp).map_err(|source| Error::Io {
-            path: tmp.clone(),
-            source,
-        })?;
+        let file = File::create(&tmp).map_err(Error::io_at(&tmp))?;
         let mut w = StreamWriter {
             out: BufWriter::with_capacity(1 << 20, file),
             crc: crc32fast::Hasher::new(),
@@ -51,15 +48,8 @@ impl StreamWriter {
         Ok(w)
     }
 
-    fn io(&self, source: std::io::Error) -> Error {
-        Error::Io {
-            path: self.tmp.clone(),
-            source,
-        }
-    }
-
     fn raw(&mut self, b: &[u8]) -> Result<()> {
-        self.out.write_all(b).map_err(|e| self.io(e))
+        self.out.write_all(b).map_err(Error::io_at(&self.tmp))
     }
 
     /// Writes bytes of the body.
@@ -117,12 +107,12 @@ impl StreamWriter {
         let (len, crc) = (self.len, self.crc.clone().finalize() as u64);
         self.raw(&len.to_le_bytes())?;
         self.raw(&crc.to_le_bytes())?;
-        self.out.flush().map_err(|e| self.io(e))?;
-        self.out.get_ref().sync_all().map_err(|e| self.io(e))?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|source| Error::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.out.flush().map_err(Error::io_at(&self.tmp))?;
+        self.out
+            .get_ref()
+            .sync_all()
+            .map_err(Error::io_at(&self.tmp))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(Error::io_at(&self.path))
     }
 }
 
@@ -148,12 +138,8 @@ impl StreamReader {
         magic: &[u8; 8],
         versions: std::ops::RangeInclusive<u64>,
     ) -> Result<(Self, u64)> {
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = File::open(path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
+        let file = File::open(path).map_err(Error::io_at(path))?;
+        let size = file.metadata().map_err(Error::io_at(path))?.len();
         let mut r = StreamReader {
             inp: BufReader::with_capacity(1 << 20, file),
             crc: crc32fast::Hasher::new(),
@@ -219,10 +205,7 @@ impl StreamReader {
                 self.left
             )));
         }
-        self.inp.read_exact(out).map_err(|source| Error::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        self.inp.read_exact(out).map_err(Error::io_at(&self.path))?;
         self.crc.update(out);
         self.left -= out.len() as u64;
         Ok(())
@@ -297,10 +280,9 @@ impl StreamReader {
             return Err(self.corrupt(format!("{} trailing bytes after the data", self.left)));
         }
         let mut t = [0u8; TRAILER as usize];
-        self.inp.read_exact(&mut t).map_err(|source| Error::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        self.inp
+            .read_exact(&mut t)
+            .map_err(Error::io_at(&self.path))?;
         let len = u64::from_le_bytes(t[..8].try_into().expect("8"));
         let crc = u64::from_le_bytes(t[8..].try_into().expect("8"));
         if len != self.body {
