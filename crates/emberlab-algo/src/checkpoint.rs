@@ -63,10 +63,7 @@ pub fn save_module<M: Module>(module: &M, dir: &Path, name: &str) -> Result<()> 
     let path = dir.join(format!("{name}.safetensors"));
     module
         .save_into(&mut SafetensorsStore::from_file(&path))
-        .map_err(|e| Error::Io {
-            path: path.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })
+        .map_err(|e| Error::io_other(&path, e))
 }
 
 /// Returns `module` with the weights of `<dir>/<name>.safetensors`; an error if the file

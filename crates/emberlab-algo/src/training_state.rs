@@ -58,10 +58,7 @@ pub fn save_net<M: Module>(module: &M, dir: &Path, name: &str) -> Result<()> {
     let path = dir.join(format!("{name}.bpk"));
     module
         .save_into(&mut BurnpackStore::from_file(&path))
-        .map_err(|e| Error::Io {
-            path: path.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })
+        .map_err(|e| Error::io_other(&path, e))
 }
 
 /// `module` with the values and parameter ids of `<dir>/<name>.bpk`.
@@ -91,10 +88,7 @@ pub fn load_net<M: Module>(mut module: M, dir: &Path, name: &str) -> Result<M> {
 /// An I/O error.
 pub fn save_optim(optim: &ModuleOptimizer, dir: &Path, name: &str) -> Result<()> {
     let path = dir.join(format!("{name}.bpk"));
-    optim.save(&path).map_err(|e| Error::Io {
-        path: path.clone(),
-        source: std::io::Error::other(e.to_string()),
-    })
+    optim.save(&path).map_err(|e| Error::io_other(&path, e))
 }
 
 /// `optim` (unchanged) with the state of `<dir>/<name>.bpk` loaded into a copy.

@@ -143,6 +143,15 @@ impl Error {
         }
     }
 
+    /// Builds [`Error::Io`] on `path` from an error that is not an `std::io::Error` (a
+    /// store's or an encoder's), keeping its message.
+    pub fn io_other(path: &Path, message: impl std::fmt::Display) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(message.to_string()),
+        }
+    }
+
     /// Builds [`Error::Shape`] for a length mismatch.
     pub fn shape(what: impl Into<String>, expected: usize, got: usize) -> Self {
         Error::Shape {

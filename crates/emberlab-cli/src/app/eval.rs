@@ -210,10 +210,7 @@ fn draw_screen<'a>(
             (gray.iter().flat_map(|&g| [g, g, g]).collect(), [h, w])
         }
     };
-    let io = |e: anyhow::Error| emberlab_core::Error::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(format!("{e:#}")),
-    };
+    let io = |e: anyhow::Error| emberlab_core::Error::io_other(path, format!("{e:#}"));
     let gif = match gif {
         Some(gif) => gif,
         None => {
