@@ -14,7 +14,9 @@
 //!    of its last run, so it counts what the setting costs between runs too (a spinning
 //!    helper slows the caller's environment steps on a shared core). From the third round
 //!    on, a setting whose median is more than [`PRUNE`] times the best one's drops out, so
-//!    a slow setting costs little of the trial;
+//!    a slow setting costs little of the trial; in a re-trial (every setting was timed
+//!    before) from the first round on, so a setting twice as slow costs one block, not
+//!    three, each time the trial is repeated;
 //! 2. it keeps the setting with the least median block time (a re-trial keeps the setting
 //!    in use unless another is faster by more than [`MARGIN`]);
 //! 3. it keeps timing blocks, and tries again when the median of the last [`CHECK_BLOCKS`]
@@ -243,7 +245,8 @@ impl Tuner {
                     .iter()
                     .map(|&i| medians[i])
                     .fold(f64::INFINITY, f64::min);
-                if *round >= 3 {
+                let prune_from = if self.tuning.is_some() { 1 } else { 3 };
+                if *round >= prune_from {
                     order.retain(|&i| medians[i] <= PRUNE * best);
                 }
                 if *round < ROUNDS && order.len() > 1 {
@@ -472,6 +475,23 @@ mod tests {
             assert_eq!((tuning.chosen, tuning.trials), (want, 2), "gain {gain}");
             assert_eq!(*used.last().unwrap(), want);
         }
+    }
+
+    #[test]
+    fn a_re_trial_drops_a_slow_setting_after_its_first_block() {
+        // Sequential runs 3x parallel's time: the first trial times it for three blocks
+        // before it drops out, the periodic re-trial for one.
+        let cost = |s: Setting, _| if s.threads == 2 { 0.004 } else { 0.012 };
+        let mut t = Tuner::new(vec![PAR, SEQ]);
+        let first_end = WARMUP_RUNS + 6 * BLOCK_RUNS;
+        let second_start = first_end + FIRST_PERIOD_BLOCKS as usize * BLOCK_RUNS;
+        let used = drive(&mut t, second_start + 4 * BLOCK_RUNS, cost);
+        let seq = |r: &[Setting]| r.iter().filter(|s| **s == SEQ).count();
+        assert_eq!(seq(&used[..first_end]), 3 * BLOCK_RUNS);
+        assert_eq!(seq(&used[first_end..second_start]), 0);
+        assert_eq!(seq(&used[second_start..]), BLOCK_RUNS);
+        let tuning = t.tuning().unwrap();
+        assert_eq!((tuning.chosen, tuning.trials), (PAR, 2));
     }
 
     #[test]
