@@ -694,13 +694,15 @@ fn answers_never_read_keep_the_servers_memory_bounded() {
     use rustls::pki_types::pem::PemObject;
     let ca = rustls::pki_types::CertificateDer::from_pem_slice(server.ca.as_bytes()).unwrap();
     roots.add(ca).unwrap();
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    // ring, as the server's TLS (tonic's `tls-ring`) uses: rustls 0.23.48 deprecates its
+    // provider for lacking post-quantum key exchange, which this client does not need.
+    #[allow(deprecated)]
+    let provider = rustls::crypto::ring::default_provider();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec()];
     let config = Arc::new(config);
     // 600 calls over as many connections as the server lets this peer hold.
