@@ -1,13 +1,18 @@
-//! [`conv2d`]: a 2-D convolution (NCHW, one group, no dilation, symmetric zero padding) as
-//! im2col and one matrix product through the GEMM the dense layers use, differentiable,
-//! with its own backward pass (two more products and a col2im scatter).
+//! [`conv2d`]: a 2-D convolution (NCHW, one group, no dilation, symmetric zero padding) on
+//! flex, differentiable, with its own backward pass.
 //!
 //! burn's flex convolution runs at about a quarter of the GEMM's rate at the Nature CNN's
-//! shapes (`cargo run --release -p emberlab-labs --bin conv_speed`). Here the unfolded
-//! input `cols` (`[n · oh · ow, c · kh · kw]`, one row per output position) is built once,
-//! the forward product is `cols · Wᵀ`, and `cols` is kept for the backward pass:
-//! `dW = dYᵀ · cols`, `dcols = dY · W` (scattered back into the input's gradient only when
-//! the input needs one, never for a network's first layer), `db = Σ dY`.
+//! shapes (`cargo run --release -p emberlab-labs --bin conv_speed`). Two ways here:
+//! - output channels a multiple of 16, no padding, a CPU with AVX-512: the forward and the
+//!   weight's gradient straight from the input (`conv_direct`), which the backward pass
+//!   keeps instead of an unfolding;
+//! - otherwise im2col and one product through the GEMM the dense layers use: the unfolded
+//!   input `cols` (`[n · oh · ow, c · kh · kw]`, one row per output position) is built once,
+//!   the forward product is `cols · Wᵀ`, and `cols` is kept for the backward pass:
+//!   `dW = dYᵀ · cols`.
+//!
+//! Either way `dcols = dY · W` is scattered back into the input's gradient (col2im) only
+//! when the input needs one, never for a network's first layer, and `db = Σ dY`.
 
 // Without flex, `backend_extension` generates a dispatch with no backend to pass `t` to.
 #![cfg_attr(not(feature = "flex"), allow(unused_variables))]
@@ -19,42 +24,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::{Autodiff, Backend, backend_extension, tensor::FloatTensor};
 use burn::tensor::Tensor;
 
-/// The geometry of one convolution: input `[n, c, h, w]`, kernel `kh × kw`, strides and
-/// paddings, output `[n, o, oh, ow]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ConvShape {
-    /// Batch, channels, height, width of the input.
-    pub input: [usize; 4],
-    /// Output channels.
-    pub out: usize,
-    /// Kernel height and width.
-    pub kernel: [usize; 2],
-    /// Strides along height and width.
-    pub stride: [usize; 2],
-    /// Zero padding on each side along height and width.
-    pub padding: [usize; 2],
-}
-
-impl ConvShape {
-    /// Output height and width; `None` when the kernel does not fit the padded input or a
-    /// stride is zero.
-    pub fn output(&self) -> Option<[usize; 2]> {
-        let [_, _, h, w] = self.input;
-        let side = |x: usize, k: usize, s: usize, p: usize| {
-            let padded = x + 2 * p;
-            (s > 0 && k > 0 && padded >= k).then(|| (padded - k) / s + 1)
-        };
-        Some([
-            side(h, self.kernel[0], self.stride[0], self.padding[0])?,
-            side(w, self.kernel[1], self.stride[1], self.padding[1])?,
-        ])
-    }
-
-    /// Columns of the unfolded input: `c · kh · kw`.
-    pub fn patch(&self) -> usize {
-        self.input[1] * self.kernel[0] * self.kernel[1]
-    }
-}
+pub use crate::conv_shape::ConvShape;
 
 /// A differentiable convolution; implemented for flex and autodiff over it.
 #[backend_extension(Flex: cfg(feature = "flex"), Autodiff)]
@@ -90,6 +60,17 @@ pub trait HostConvSteps: Backend {
         s: &ConvShape,
     ) -> FloatTensor<Self>;
 
+    /// `y [n, o, oh, ow]` computed from `x` directly, without unfolding it, where this
+    /// backend and CPU have such a kernel for the shape (on flex: output channels a multiple
+    /// of 16, no padding, AVX-512); `None` otherwise, for [`Self::im2col`] and
+    /// [`Self::conv_cols`].
+    fn conv_direct(
+        x: &FloatTensor<Self>,
+        w: &FloatTensor<Self>,
+        b: &FloatTensor<Self>,
+        s: &ConvShape,
+    ) -> Option<FloatTensor<Self>>;
+
     /// The weight's gradient (shaped as `w`) and the bias's `[o]` from the output's
     /// gradient `dy [n, o, oh, ow]` and the unfolded input.
     fn conv_param_grads(
@@ -98,6 +79,16 @@ pub trait HostConvSteps: Backend {
         dy: FloatTensor<Self>,
         s: &ConvShape,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
+
+    /// The weight's and the bias's gradients as [`Self::conv_param_grads`], from the input
+    /// `x` itself rather than its unfolding, where [`Self::conv_direct`] has a kernel for the
+    /// shape; `None` otherwise.
+    fn conv_param_grads_direct(
+        x: &FloatTensor<Self>,
+        w: &FloatTensor<Self>,
+        dy: FloatTensor<Self>,
+        s: &ConvShape,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)>;
 
     /// The input's gradient `[n, c, h, w]`: `dY · W` folded back (col2im, overlapping
     /// patches summed).
@@ -113,7 +104,7 @@ mod flex {
     use super::{ConvShape, HostConv, HostConvSteps};
     use crate::host::with_values;
     use crate::product::{HostMatrix, host_product};
-    use crate::scratch;
+    use crate::{conv_direct, scratch};
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::tensor::{DType, TensorData};
@@ -272,6 +263,15 @@ mod flex {
         }
     }
 
+    /// Adds each channel's sum of `dy [n, o, p]` to `db [o]`.
+    fn bias_grad(dy: &[f32], p: usize, db: &mut [f32]) {
+        for sample in dy.chunks_exact(db.len() * p) {
+            for (d, plane) in db.iter_mut().zip(sample.chunks_exact(p)) {
+                *d += plane.iter().sum::<f32>();
+            }
+        }
+    }
+
     impl HostConvSteps for Flex {
         fn im2col(x: FlexTensor, s: &ConvShape) -> FlexTensor {
             let [oh, ow] = s.output().expect("checked by conv2d");
@@ -333,6 +333,26 @@ mod flex {
             FlexTensor::from_data(TensorData::new(y, [n, o, oh, ow]))
         }
 
+        fn conv_direct(
+            x: &FlexTensor,
+            w: &FlexTensor,
+            b: &FlexTensor,
+            s: &ConvShape,
+        ) -> Option<FlexTensor> {
+            if !conv_direct::applies(s) {
+                return None;
+            }
+            let [oh, ow] = s.output()?;
+            let (n, o) = (s.input[0], s.out);
+            let mut y = vec![0.0f32; n * o * oh * ow];
+            let done = with_values(x, |xv| {
+                with_values(w, |wv| {
+                    with_values(b, |bv| conv_direct::forward(xv, wv, bv, s, &mut y))
+                })
+            });
+            done.then(|| FlexTensor::from_data(TensorData::new(y, [n, o, oh, ow])))
+        }
+
         fn conv_param_grads(
             cols: FlexTensor,
             w: &FlexTensor,
@@ -352,11 +372,7 @@ mod flex {
                         &mut dw,
                     )
                 });
-                for sample in g.chunks_exact(o * p) {
-                    for (d, plane) in db.iter_mut().zip(sample.chunks_exact(p)) {
-                        *d += plane.iter().sum::<f32>();
-                    }
-                }
+                bias_grad(g, p, &mut db);
                 scratch::give(g_cf);
             });
             recycle(cols);
@@ -364,6 +380,31 @@ mod flex {
                 FlexTensor::from_data(TensorData::new(dw, w.layout().shape().clone())),
                 FlexTensor::from_data(TensorData::new(db, [o])),
             )
+        }
+
+        fn conv_param_grads_direct(
+            x: &FlexTensor,
+            w: &FlexTensor,
+            dy: FlexTensor,
+            s: &ConvShape,
+        ) -> Option<(FlexTensor, FlexTensor)> {
+            if !conv_direct::applies(s) {
+                return None;
+            }
+            let [oh, ow] = s.output()?;
+            let (o, k, p) = (s.out, s.patch(), oh * ow);
+            let mut dw = vec![0.0f32; o * k];
+            let mut db = vec![0.0f32; o];
+            let done = with_values(&dy, |g| {
+                bias_grad(g, p, &mut db);
+                with_values(x, |xv| conv_direct::weight_grad(xv, g, s, &mut dw))
+            });
+            done.then(|| {
+                (
+                    FlexTensor::from_data(TensorData::new(dw, w.layout().shape().clone())),
+                    FlexTensor::from_data(TensorData::new(db, [o])),
+                )
+            })
         }
 
         fn conv_input_grad(dy: FlexTensor, w: FlexTensor, s: &ConvShape) -> FlexTensor {
@@ -413,6 +454,9 @@ mod flex {
             pw: usize,
         ) -> FlexTensor {
             let s = shape_of(&x, &w, sh, sw, ph, pw);
+            if let Some(y) = Flex::conv_direct(&x, &w, &b, &s) {
+                return y;
+            }
             let cols = Flex::im2col(x, &s);
             Flex::conv_cols(cols, w, b, &s)
         }
@@ -432,9 +476,17 @@ impl<B: Backend + HostConvSteps, C: CheckpointStrategy> HostConv for Autodiff<B,
         #[derive(Debug)]
         struct ConvBackward;
 
+        /// What the forward keeps for the weight's gradient: the unfolded input, or the
+        /// input itself when the forward did not unfold it (then the backward does).
+        #[derive(Clone, Debug)]
+        enum Saved<T> {
+            Cols(T),
+            Input(T),
+        }
+
         impl<B: Backend + HostConvSteps> Backward<B, 3> for ConvBackward {
-            /// The unfolded input, the weight and the geometry.
-            type State = (FloatTensor<B>, FloatTensor<B>, ConvShape);
+            /// The unfolded input (or the input), the weight and the geometry.
+            type State = (Saved<FloatTensor<B>>, FloatTensor<B>, ConvShape);
 
             fn backward(
                 self,
@@ -442,11 +494,17 @@ impl<B: Backend + HostConvSteps, C: CheckpointStrategy> HostConv for Autodiff<B,
                 grads: &mut Gradients,
                 _checkpointer: &mut Checkpointer,
             ) {
-                let (cols, w, s) = ops.state;
+                let (saved, w, s) = ops.state;
                 let dy = grads.consume::<B>(&ops.node);
                 let [input, weight, bias] = ops.parents;
                 if weight.is_some() || bias.is_some() {
-                    let (dw, db) = B::conv_param_grads(cols, &w, dy.clone(), &s);
+                    let (dw, db) = match saved {
+                        Saved::Cols(cols) => B::conv_param_grads(cols, &w, dy.clone(), &s),
+                        Saved::Input(x) => B::conv_param_grads_direct(&x, &w, dy.clone(), &s)
+                            .unwrap_or_else(|| {
+                                B::conv_param_grads(B::im2col(x, &s), &w, dy.clone(), &s)
+                            }),
+                    };
                     if let Some(node) = weight {
                         grads.register::<B>(node.id, dw);
                     }
@@ -471,20 +529,27 @@ impl<B: Backend + HostConvSteps, C: CheckpointStrategy> HostConv for Autodiff<B,
         };
         let nodes = [x.node(), w.node(), b.node()];
         let (x, w, b) = (x.into_primitive(), w.into_primitive(), b.into_primitive());
-        let cols = B::im2col(x, &s);
+        let direct = B::conv_direct(&x, &w, &b, &s);
         match ConvBackward.prepare::<C>(nodes).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let y = B::conv_cols(cols.clone(), w.clone(), b, &s);
-                prep.finish((cols, w, s), y)
+            OpsKind::Tracked(prep) => match direct {
+                Some(y) => prep.finish((Saved::Input(x), w, s), y),
+                None => {
+                    let cols = B::im2col(x, &s);
+                    let y = B::conv_cols(cols.clone(), w.clone(), b, &s);
+                    prep.finish((Saved::Cols(cols), w, s), y)
+                }
+            },
+            OpsKind::UnTracked(prep) => {
+                prep.finish(direct.unwrap_or_else(|| B::conv_cols(B::im2col(x, &s), w, b, &s)))
             }
-            OpsKind::UnTracked(prep) => prep.finish(B::conv_cols(cols, w, b, &s)),
         }
     }
 }
 
 /// A 2-D convolution of `x` `[n, c, h, w]` with `weight` `[o, c, kh, kw]` and an optional
 /// `bias` `[o]`: one group, no dilation, `padding` zeros on each side. Differentiable; on
-/// flex as im2col and the GEMM (module docs), burn's `conv2d` elsewhere.
+/// flex straight from the input or as im2col and the GEMM (module docs), burn's `conv2d`
+/// elsewhere.
 ///
 /// # Panics
 /// Shapes that do not agree, or a kernel larger than the padded input (as burn's).

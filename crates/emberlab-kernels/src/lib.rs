@@ -14,7 +14,8 @@
 //!   backward pass), [`tanh_gaussian`] (a policy's reparameterised tanh-Gaussian sample and
 //!   its log-probability as one op), [`ensemble_min`] (clipped double-Q's minimum over an
 //!   ensemble's last layers, its backward pass only through each row's smallest member),
-//!   [`conv2d`] (im2col and the GEMM, with its own backward pass).
+//!   [`conv2d`] (straight from the input on AVX-512 where the shape allows, else im2col
+//!   and the GEMM, with its own backward pass).
 //! - [`host_math`]: `ln`, `sin`/`cos`, `exp` and `tanh` as straight-line code that
 //!   vectorises, for sampling on the host.
 //! - Host buffers: [`unshared`], [`lerp`], [`remap`], [`with_host_values`]: optimizer steps and
@@ -40,6 +41,9 @@
 mod activation;
 mod bias;
 mod conv;
+#[cfg(feature = "flex")]
+mod conv_direct;
+mod conv_shape;
 mod ensemble_min;
 pub mod gemm_stats;
 pub mod helping;

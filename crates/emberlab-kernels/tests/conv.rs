@@ -27,7 +27,7 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 14] = [
+const CASES: [Case; 18] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
@@ -49,6 +49,13 @@ const CASES: [Case; 14] = [
     ([16, 4, 84, 84], 32, [8, 8], [4, 4], [0, 0]),
     ([16, 32, 20, 20], 64, [4, 4], [2, 2], [0, 0]),
     ([8, 16, 32, 32], 16, [3, 3], [1, 1], [1, 1]),
+    // Output channels in multiples of 16 without padding, which flex computes straight from
+    // the input on AVX-512: groups of 48 and 16 (64 + 16, 64 + 48), unequal strides, a 1×1
+    // kernel, and output counts that leave a part-filled last tile.
+    ([2, 3, 10, 10], 48, [3, 3], [1, 1], [0, 0]),
+    ([3, 5, 9, 7], 16, [2, 3], [2, 1], [0, 0]),
+    ([2, 6, 11, 9], 80, [3, 3], [2, 2], [0, 0]),
+    ([1, 2, 6, 6], 112, [1, 1], [1, 1], [0, 0]),
 ];
 
 /// The flex path really runs: the GEMM library's counter (which burn's own convolution does
