@@ -3,9 +3,9 @@
 //!
 //! burn's flex convolution runs at about a quarter of the GEMM's rate at the Nature CNN's
 //! shapes (`cargo run --release -p emberlab-labs --bin conv_speed`). Two ways here:
-//! - output channels a multiple of 16, no padding, a CPU with AVX-512: the forward and the
-//!   weight's gradient straight from the input (`conv_direct`), which the backward pass
-//!   keeps instead of an unfolding;
+//! - output channels a multiple of 16 and a CPU with AVX-512: the forward and the weight's
+//!   gradient straight from the input (`conv_direct`), which the backward pass keeps
+//!   instead of an unfolding;
 //! - otherwise im2col and one product through the GEMM the dense layers use: the unfolded
 //!   input `cols` (`[n · oh · ow, c · kh · kw]`, one row per output position) is built once,
 //!   the forward product is `cols · Wᵀ`, and `cols` is kept for the backward pass:
@@ -62,7 +62,7 @@ pub trait HostConvSteps: Backend {
 
     /// `y [n, o, oh, ow]` computed from `x` directly, without unfolding it, where this
     /// backend and CPU have such a kernel for the shape (on flex: output channels a multiple
-    /// of 16, no padding, AVX-512); `None` otherwise, for [`Self::im2col`] and
+    /// of 16, AVX-512); `None` otherwise, for [`Self::im2col`] and
     /// [`Self::conv_cols`].
     fn conv_direct(
         x: &FloatTensor<Self>,

@@ -1,7 +1,7 @@
 //! A convolution's forward and weight gradient straight from the input: no unfolded input,
 //! no packing and (in the forward) no re-layout of the product into planes, for the shapes
-//! where im2col and the GEMM lose the most (output channels a multiple of 16, no padding)
-//! on CPUs with AVX-512.
+//! where im2col and the GEMM lose the most (output channels a multiple of 16) on CPUs with
+//! AVX-512. A padded input is copied once with its zeros written out.
 //!
 //! With im2col, `perf` of DQN on Pong (the Nature CNN) put 28% of the samples in unfolding
 //! the input, packing it for the GEMM and turning the product's rows into planes, against
@@ -29,6 +29,8 @@ pub(crate) fn forward(x: &[f32], w: &[f32], bias: &[f32], s: &ConvShape, y: &mut
     }
     #[cfg(target_arch = "x86_64")]
     {
+        let padded = with_padding(x, s);
+        let (x, s) = padded.as_ref().map_or((x, s), |(x, s)| (x.as_slice(), s));
         // SAFETY: `applies` found AVX-512F on this CPU; lengths are checked inside.
         unsafe { avx512::forward(x, w, bias, s, y) };
         true
@@ -49,6 +51,8 @@ pub(crate) fn weight_grad(x: &[f32], dy: &[f32], s: &ConvShape, dw: &mut [f32]) 
     }
     #[cfg(target_arch = "x86_64")]
     {
+        let padded = with_padding(x, s);
+        let (x, s) = padded.as_ref().map_or((x, s), |(x, s)| (x.as_slice(), s));
         // SAFETY: `applies` found AVX-512F on this CPU; lengths are checked inside.
         unsafe { avx512::weight_grad(x, dy, s, dw) };
         true
@@ -61,11 +65,10 @@ pub(crate) fn weight_grad(x: &[f32], dy: &[f32], s: &ConvShape, dw: &mut [f32]) 
 }
 
 /// Whether [`forward`] and [`weight_grad`] compute this shape here: output channels a
-/// multiple of 16, no padding, a non-empty input, patch and output, and AVX-512F.
+/// multiple of 16, a non-empty input, patch and output, and AVX-512F.
 pub(crate) fn applies(s: &ConvShape) -> bool {
     let sized = s.out > 0
         && s.out.is_multiple_of(16)
-        && s.padding == [0, 0]
         && s.patch() > 0
         && s.input.iter().all(|&d| d > 0)
         && s.output().is_some_and(|[oh, ow]| oh * ow > 0);
@@ -78,6 +81,30 @@ pub(crate) fn applies(s: &ConvShape) -> bool {
         let _ = sized;
         false
     }
+}
+
+/// `x` with its padding written out as zeros, and the shape without padding that reads it
+/// (the same output); `None` when `s` has no padding.
+#[cfg(target_arch = "x86_64")]
+fn with_padding(x: &[f32], s: &ConvShape) -> Option<(Vec<f32>, ConvShape)> {
+    if s.padding == [0, 0] {
+        return None;
+    }
+    let [n, c, h, w] = s.input;
+    let [ph, pw] = s.padding;
+    let (hp, wp) = (h + 2 * ph, w + 2 * pw);
+    let mut out = vec![0.0f32; n * c * hp * wp];
+    for (plane, dst) in x.chunks_exact(h * w).zip(out.chunks_exact_mut(hp * wp)) {
+        for (row, d) in plane.chunks_exact(w).zip(dst.chunks_exact_mut(wp).skip(ph)) {
+            d[pw..pw + w].copy_from_slice(row);
+        }
+    }
+    let shape = ConvShape {
+        input: [n, c, hp, wp],
+        padding: [0, 0],
+        ..*s
+    };
+    Some((out, shape))
 }
 
 /// Where each value of a patch lies relative to its position's corner (increasing), and

@@ -1,7 +1,8 @@
 //! `emberlab_kernels::conv2d` against burn's `conv2d`: the same values and gradients (to
 //! float rounding: the sums run in another order) for strides, paddings, odd sizes, the
 //! Nature CNN's first layer, an input that needs no gradient, and no bias, on every host
-//! backend (flex takes im2col and the GEMM, ndarray burn's op).
+//! backend (flex computes output channels in multiples of 16 from the input on AVX-512 and
+//! everything else as im2col and the GEMM; ndarray takes burn's op).
 
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Distribution, Tensor};
@@ -27,7 +28,7 @@ fn close(what: &str, got: &[f32], want: &[f32]) {
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 18] = [
+const CASES: [Case; 24] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
@@ -37,25 +38,34 @@ const CASES: [Case; 18] = [
     ([2, 3, 11, 13], 4, [3, 2], [2, 3], [0, 0]),
     // Padding as wide as the kernel: whole kernel rows in the padding.
     ([1, 2, 3, 3], 3, [2, 2], [1, 1], [2, 2]),
-    // Wide enough (16 outputs, 27-value patches) for the GEMM library, not the thin kernels.
+    // Wide enough (16 outputs, 27-value patches) for the GEMM library, not the thin kernels
+    // (or, on AVX-512, computed from the input) and 20 outputs for the GEMM everywhere.
     ([2, 3, 12, 12], 16, [3, 3], [1, 1], [1, 1]),
+    ([2, 3, 12, 12], 20, [3, 3], [1, 1], [1, 1]),
     // The Nature CNN on 40×40 stacks of 2 (Catch): 9×9, 3×3, then 1×1 maps.
     ([8, 2, 40, 40], 32, [8, 8], [4, 4], [0, 0]),
     ([8, 32, 9, 9], 64, [4, 4], [2, 2], [0, 0]),
     ([8, 64, 3, 3], 64, [3, 3], [1, 1], [0, 0]),
-    // Large enough (over a million values unfolded) that the buffers are kept and reused
-    // with the values of earlier cases still in them: the Nature CNN's first two layers on
-    // 16 stacks, and a padded layer.
-    ([16, 4, 84, 84], 32, [8, 8], [4, 4], [0, 0]),
-    ([16, 32, 20, 20], 64, [4, 4], [2, 2], [0, 0]),
-    ([8, 16, 32, 32], 16, [3, 3], [1, 1], [1, 1]),
-    // Output channels in multiples of 16 without padding, which flex computes straight from
-    // the input on AVX-512: groups of 48 and 16 (64 + 16, 64 + 48), unequal strides, a 1×1
-    // kernel, and output counts that leave a part-filled last tile.
+    // Output channels in multiples of 16, which flex computes straight from the input on
+    // AVX-512: groups of 48 and 16 (64 + 16, 64 + 48), unequal strides, a 1×1 kernel,
+    // output counts that leave a part-filled last tile, and unequal paddings (the IMPALA
+    // CNN's 3×3 layers are padded by 1).
     ([2, 3, 10, 10], 48, [3, 3], [1, 1], [0, 0]),
     ([3, 5, 9, 7], 16, [2, 3], [2, 1], [0, 0]),
     ([2, 6, 11, 9], 80, [3, 3], [2, 2], [0, 0]),
     ([1, 2, 6, 6], 112, [1, 1], [1, 1], [0, 0]),
+    ([2, 3, 16, 16], 32, [3, 3], [1, 1], [1, 1]),
+    ([2, 4, 7, 10], 16, [3, 4], [2, 1], [2, 1]),
+    // Large enough (over a million values unfolded) that the buffers are kept and reused
+    // with the values of earlier cases still in them: the Nature CNN's first two layers on
+    // 16 stacks, and a padded layer (on AVX-512 these three are computed from the input),
+    // then the same with output channels that keep im2col and the GEMM everywhere.
+    ([16, 4, 84, 84], 32, [8, 8], [4, 4], [0, 0]),
+    ([16, 32, 20, 20], 64, [4, 4], [2, 2], [0, 0]),
+    ([8, 16, 32, 32], 16, [3, 3], [1, 1], [1, 1]),
+    ([16, 4, 84, 84], 30, [8, 8], [4, 4], [0, 0]),
+    ([16, 32, 20, 20], 60, [4, 4], [2, 2], [0, 0]),
+    ([8, 16, 32, 32], 20, [3, 3], [1, 1], [1, 1]),
 ];
 
 /// The flex path really runs: the GEMM library's counter (which burn's own convolution does
@@ -68,12 +78,12 @@ fn the_host_path_runs_tracked_or_not() {
     let normal = Distribution::Normal(0.0, 1.0);
     for device in [flex.clone(), flex.clone().autodiff()] {
         let x = Tensor::<4>::random([2, 3, 12, 12], normal, &device);
-        let w = Tensor::<4>::random([16, 3, 3, 3], normal, &device);
+        let w = Tensor::<4>::random([20, 3, 3, 3], normal, &device);
         let before = emberlab_kernels::gemm_stats::snapshot();
         let y = emberlab_kernels::conv2d(x.clone(), w.clone(), None, [1, 1], [1, 1]);
         let moved = emberlab_kernels::gemm_stats::snapshot().since(&before);
         assert!(
-            moved.multiply_adds >= 2 * 144 * 27 * 16,
+            moved.multiply_adds >= 2 * 144 * 27 * 20,
             "{} multiply-adds counted",
             moved.multiply_adds
         );
@@ -84,7 +94,7 @@ fn the_host_path_runs_tracked_or_not() {
     // Untracked forwards (acting) large enough for kept buffers: each unfolded input goes
     // back to the pool after its product and the next takes it with stale values in it.
     for _ in 0..2 {
-        for (input, out, kernel, stride, padding) in &CASES[CASES.len() - 3..] {
+        for (input, out, kernel, stride, padding) in &CASES[CASES.len() - 6..] {
             let x = Tensor::<4>::random(*input, normal, &flex);
             let w = Tensor::<4>::random([*out, input[1], kernel[0], kernel[1]], normal, &flex);
             let y = emberlab_kernels::conv2d(x.clone(), w.clone(), None, *stride, *padding);

@@ -1,4 +1,4 @@
-//! Which path flex's `conv2d` takes for output channels in multiples of 16 without padding:
+//! Which path flex's `conv2d` takes for output channels in multiples of 16:
 //! on a CPU with AVX-512 the forward and the weight's gradient are computed from the input
 //! itself, and the GEMM library (whose counter is process-wide, hence a test binary of its
 //! own) counts nothing; elsewhere im2col and the GEMM count both products. The values are
