@@ -3,7 +3,8 @@
 //! (Espeholt et al. 2018) as CleanRL's and procgen's baselines build it; [`PixelEncoder`],
 //! either one, chosen by a config's name; and [`pixels_to_unit`], which turns stacked `u8`
 //! frames into the `[0, 1]` floats the encoders read. Their convolutions run through
-//! [`emberlab_kernels::conv2d`] (im2col and the GEMM on flex).
+//! [`emberlab_kernels::conv2d`] (on flex straight from the input on AVX-512, else im2col and
+//! the GEMM).
 //!
 //! ```
 //! use emberlab_nn::{NatureCnnConfig, pixels_to_unit};
@@ -391,7 +392,7 @@ impl PixelEncoder {
     }
 }
 
-/// `conv`'s output through [`emberlab_kernels::conv2d`] (im2col and the GEMM on flex) where
+/// `conv`'s output through [`emberlab_kernels::conv2d`] (Ember's own on flex) where
 /// its padding is explicit and symmetric, as the encoders here build it; burn's otherwise.
 fn convolve(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     let padding = match conv.padding {

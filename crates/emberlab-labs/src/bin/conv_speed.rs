@@ -1,5 +1,5 @@
 //! What a DQN update on Atari frames costs on flex (convolutions through
-//! `emberlab_kernels::conv2d`, im2col and the GEMM): SB3's
+//! `emberlab_kernels::conv2d`: from the input on AVX-512, else im2col and the GEMM): SB3's
 //! `NatureCNN` (`emberlab_nn::NatureCnn`) and a 512→6 head, batch 32 of 4×84×84 stacks, the
 //! target network's max over the next stacks, a Huber loss, backward and Adam (Ember's
 //! `OptimizerKind::Adam`, host Adam on flex) — `benches/reference/dqn_cnn_update.py`'s
