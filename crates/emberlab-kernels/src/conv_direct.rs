@@ -109,6 +109,7 @@ fn with_padding(x: &[f32], s: &ConvShape) -> Option<(Vec<f32>, ConvShape)> {
 
 /// Where each value of a patch lies relative to its position's corner (increasing), and
 /// where each output position's corner lies in a sample (increasing).
+#[cfg(target_arch = "x86_64")]
 fn geometry(s: &ConvShape) -> (Vec<usize>, Vec<usize>) {
     let [_, c, h, width] = s.input;
     let [kh, kw] = s.kernel;
@@ -125,6 +126,7 @@ fn geometry(s: &ConvShape) -> (Vec<usize>, Vec<usize>) {
 }
 
 /// `m [rows, cols]` transposed into `t [cols, rows]`.
+#[cfg(target_arch = "x86_64")]
 fn transpose_into(m: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
     debug_assert_eq!(m.len(), t.len(), "a transpose into another size");
     for (r, row) in m.chunks_exact(cols).enumerate() {
@@ -135,6 +137,7 @@ fn transpose_into(m: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
 }
 
 /// `m [rows, cols]` transposed into `[cols, rows]`.
+#[cfg(target_arch = "x86_64")]
 fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut t = vec![0.0f32; m.len()];
     transpose_into(m, rows, cols, &mut t);
