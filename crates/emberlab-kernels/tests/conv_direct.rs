@@ -7,20 +7,8 @@
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Distribution, Tensor};
 
-fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data().try_to_vec::<f32>().unwrap()
-}
-
-fn close(what: &str, got: &[f32], want: &[f32]) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths");
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1.0);
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 2e-5 * scale,
-            "{what}[{i}]: {g} vs burn's {w} (scale {scale})"
-        );
-    }
-}
+mod conv_common;
+use conv_common::{close, values};
 
 #[test]
 fn a_first_layer_runs_without_the_gemm_on_avx512() {
