@@ -63,13 +63,16 @@ pub trait HostConvSteps: Backend {
     /// `y [n, o, oh, ow]` computed from `x` directly, without unfolding it, where this
     /// backend and CPU have such a kernel for the shape (on flex: output channels a multiple
     /// of 16, AVX-512); `None` otherwise, for [`Self::im2col`] and
-    /// [`Self::conv_cols`].
+    /// [`Self::conv_cols`] (the default: no such kernel).
     fn conv_direct(
         x: &FloatTensor<Self>,
         w: &FloatTensor<Self>,
         b: &FloatTensor<Self>,
         s: &ConvShape,
-    ) -> Option<FloatTensor<Self>>;
+    ) -> Option<FloatTensor<Self>> {
+        let _ = (x, w, b, s);
+        None
+    }
 
     /// The weight's gradient (shaped as `w`) and the bias's `[o]` from the output's
     /// gradient `dy [n, o, oh, ow]` and the unfolded input.
@@ -82,13 +85,16 @@ pub trait HostConvSteps: Backend {
 
     /// The weight's and the bias's gradients as [`Self::conv_param_grads`], from the input
     /// `x` itself rather than its unfolding, where [`Self::conv_direct`] has a kernel for the
-    /// shape; `None` otherwise.
+    /// shape; `None` otherwise (the default).
     fn conv_param_grads_direct(
         x: &FloatTensor<Self>,
         w: &FloatTensor<Self>,
         dy: FloatTensor<Self>,
         s: &ConvShape,
-    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)>;
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        let _ = (x, w, dy, s);
+        None
+    }
 
     /// The input's gradient `[n, c, h, w]`: `dY · W` folded back (col2im, overlapping
     /// patches summed).
