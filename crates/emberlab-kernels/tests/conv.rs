@@ -16,7 +16,7 @@ use common::devices;
 /// `(input [n, c, h, w], output channels, kernel, stride, padding)`.
 type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2]);
 
-const CASES: [Case; 24] = [
+const CASES: [Case; 25] = [
     ([2, 3, 9, 11], 5, [3, 3], [1, 1], [0, 0]),
     ([3, 2, 10, 9], 4, [4, 3], [2, 3], [1, 2]),
     ([1, 5, 7, 7], 3, [3, 3], [1, 1], [1, 1]),
@@ -44,6 +44,9 @@ const CASES: [Case; 24] = [
     ([1, 2, 6, 6], 112, [1, 1], [1, 1], [0, 0]),
     ([2, 3, 16, 16], 32, [3, 3], [1, 1], [1, 1]),
     ([2, 4, 7, 10], 16, [3, 4], [2, 1], [2, 1]),
+    // Three 4×84×84 stacks: the weight's gradient sweeps samples in chunks of two, the
+    // last chunk one sample.
+    ([3, 4, 84, 84], 32, [8, 8], [4, 4], [0, 0]),
     // Large enough (over a million values unfolded) that the buffers are kept and reused
     // with the values of earlier cases still in them: the Nature CNN's first two layers on
     // 16 stacks, and a padded layer (on AVX-512 these three are computed from the input),
