@@ -1,5 +1,5 @@
 //! Checks a learner of your own can pass as the built-in ones do: its run, stopped at
-//! random instants — `SIGKILL`, or Ctrl-C — and resumed with `train --resume` until it is
+//! random instants — `SIGKILL`, Ctrl-C or `SIGTERM` — and resumed with `train --resume` until it is
 //! done, equals a run that never stopped ([`stop_and_resume`], then [`same_learning`]).
 //! The command under test is any program that runs `ember` (the binary, or yours calling
 //! [`crate::app::main_with_args`] after registering its learner).
@@ -17,7 +17,7 @@ pub type Ember<'a> = &'a dyn Fn(&[&str]) -> Command;
 pub struct Stops {
     /// Times it was stopped before it finished.
     pub kills: u32,
-    /// Of those, the Ctrl-C's it handled (checkpoint written, exit code 130).
+    /// Of those, the Ctrl-C's or `SIGTERM`s it handled (checkpoint written, exit code 130).
     pub interrupted: u32,
 }
 
@@ -28,6 +28,8 @@ pub enum Signal {
     Kill,
     /// `SIGINT` (Ctrl-C): the run writes a checkpoint and exits with 130.
     Interrupt,
+    /// `SIGTERM` (`kill`, a job scheduler's stop): answered as Ctrl-C is.
+    Terminate,
 }
 
 /// A tiny generator for kill delays.
@@ -45,8 +47,8 @@ fn next(state: &mut u64) -> u64 {
 /// start-up included.
 ///
 /// # Errors
-/// A life that exits with an error of its own, a Ctrl-C answered other than by a checkpoint
-/// and exit code 130, or 400 stops without finishing.
+/// A life that exits with an error of its own, a Ctrl-C or `SIGTERM` answered other than
+/// by a checkpoint and exit code 130, or 400 stops without finishing.
 pub fn stop_and_resume(
     ember: Ember<'_>,
     cwd: &Path,
@@ -97,23 +99,28 @@ pub fn stop_and_resume(
                 child.kill()?;
                 child.wait()?;
             }
-            Signal::Interrupt => {
+            Signal::Interrupt | Signal::Terminate => {
                 let pid = child.id().to_string();
-                let sent = Command::new("kill").args(["-INT", &pid]).status()?;
-                ensure!(sent.success(), "kill -INT {pid} failed");
+                let flag = if signal == Signal::Interrupt {
+                    "-INT"
+                } else {
+                    "-TERM"
+                };
+                let sent = Command::new("kill").args([flag, &pid]).status()?;
+                ensure!(sent.success(), "kill {flag} {pid} failed");
                 let out = child.wait_with_output()?;
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 if out.status.success() {
                     stops.kills -= 1;
                     return Ok(stops); // it finished first
                 }
-                // Before the handler is installed (the first milliseconds) SIGINT simply
-                // ends the process; after, the run checkpoints and exits with 130.
+                // Before the handler is installed (the first milliseconds) the signal
+                // simply ends the process; after, the run checkpoints and exits with 130.
                 if let Some(code) = out.status.code() {
                     if code != 130
                         || !(stderr.contains("interrupted at") && stderr.contains("--resume"))
                     {
-                        bail!("Ctrl-C answered with exit code {code}: {stderr}");
+                        bail!("{signal:?} answered with exit code {code}: {stderr}");
                     }
                     stops.interrupted += 1;
                 }

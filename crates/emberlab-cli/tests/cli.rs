@@ -376,6 +376,119 @@ fn dqn_killed_at_random_instants_resumes_exactly() {
     killed_and_resumed_equals_uninterrupted("dqn", 5, Signal::Kill);
 }
 
+/// `SIGTERM` (what `kill`, a job scheduler or a machine going down sends) checkpoints as
+/// Ctrl-C does.
+#[test]
+fn dqn_stopped_with_sigterm_checkpoints_and_resumes_exactly() {
+    killed_and_resumed_equals_uninterrupted("dqn", 9, Signal::Terminate);
+}
+
+/// Rows in a run's `metrics.csv` (0 while it has none).
+fn rows(run: &Path) -> usize {
+    std::fs::read_to_string(run.join("metrics.csv")).map_or(0, |t| t.lines().count())
+}
+
+/// Waits until every run in `runs` has more than `after` metrics rows.
+fn wait_for_rows(runs: &[PathBuf], after: usize) {
+    let start = std::time::Instant::now();
+    while runs.iter().any(|r| rows(r) <= after) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "no progress in {runs:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The env steps in `interrupted at N env steps` lines of `stderr`, in order.
+fn interrupted_at(stderr: &str) -> Vec<u64> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.split_once("interrupted at ")?
+                .1
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// `SIGTERM` to `train --seeds` (to that process alone, as `kill PID` sends it) reaches
+/// every seed's process: each writes a checkpoint, the command exits with 130, and a seed
+/// resumes from where it stopped.
+#[cfg(unix)]
+#[test]
+fn seeds_stopped_with_sigterm_checkpoint_every_seed() {
+    let cwd = temp("seeds-term");
+    let mut args = small("dqn");
+    let steps = args.iter().position(|a| *a == "--steps").unwrap();
+    args[steps + 1] = "10000000"; // it never finishes on its own
+    args.extend(["--seeds", "0..2", "--jobs", "2", "--out", "runs"]);
+    let child = Command::new(EMBER)
+        .args(&args)
+        .current_dir(&cwd)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = [cwd.join("runs/s0"), cwd.join("runs/s1")];
+    wait_for_rows(&runs, 2);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(
+        stderr.matches("stopped (checkpoint written)").count(),
+        2,
+        "{stderr}"
+    );
+    let at = interrupted_at(&stderr);
+    assert_eq!(at.len(), 2, "{stderr}");
+    for run in &runs {
+        assert!(
+            run.join("checkpoint/MANIFEST").is_file(),
+            "{}",
+            run.display()
+        );
+    }
+    // Seed 0 goes on from its checkpoint: stopped again, it is further along.
+    let before = rows(&runs[0]);
+    let child = Command::new(EMBER)
+        .args(["train", "--resume", "runs/s0", "--quiet"])
+        .current_dir(&cwd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(&runs[..1], before + 1);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let again = interrupted_at(&stderr);
+    assert_eq!(again.len(), 1, "{stderr}");
+    assert!(
+        again[0] > at.iter().copied().min().unwrap(),
+        "{again:?} after {at:?}"
+    );
+    std::fs::remove_dir_all(&cwd).unwrap();
+}
+
 /// The same on a MuJoCo task: the environments' snapshots (MuJoCo's integration state,
 /// NumPy's generator, the time limit) make the resumed run exact.
 #[cfg(feature = "mujoco")]

@@ -3,8 +3,8 @@
 //! arguments to [`main_with_args`] — `ember train sac --env MyEnv-v0` then trains on them.
 //!
 //! Errors a user can make print one line naming the problem and the fix, and exit with
-//! code 2; a failure during training exits with 1; Ctrl-C writes a checkpoint and exits
-//! with 130.
+//! code 2; a failure during training exits with 1; Ctrl-C (or `SIGTERM`, `SIGHUP`) writes a
+//! checkpoint and exits with 130.
 
 mod bench;
 mod bench_grpc;
@@ -196,7 +196,8 @@ struct ZooCmd {
     env: Option<String>,
 }
 
-/// Set by Ctrl-C; a training run checkpoints and stops when it sees it.
+/// Set by Ctrl-C, `SIGTERM` or `SIGHUP`; a training run checkpoints and stops when it sees
+/// it.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// The `ember` command on this process's arguments.
@@ -242,6 +243,10 @@ where
         Err(e) => {
             if let Some(i) = e.downcast_ref::<train::Interrupted>() {
                 eprintln!("ember: {i}; continue with `ember train --resume RUN`");
+                return ExitCode::from(130);
+            }
+            if let Some(s) = e.downcast_ref::<SeedsStopped>() {
+                eprintln!("ember: {s}; continue each with `ember train --resume RUN`");
                 return ExitCode::from(130);
             }
             let runtime = e.downcast_ref::<train::Runtime>().is_some();
@@ -627,16 +632,32 @@ fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
             i += 1;
         }
     }
+    install_ctrl_c()?;
+    STOP.store(false, Ordering::SeqCst);
     let mut pending: Vec<u64> = (a..b).rev().collect();
     let mut running: Vec<(u64, std::process::Child)> = Vec::new();
-    let mut failed = Vec::new();
+    let (mut failed, mut stopping) = (Vec::new(), false);
     while !pending.is_empty() || !running.is_empty() {
+        if !stopping && STOP.load(Ordering::SeqCst) {
+            stopping = true;
+            pending.clear();
+            eprintln!("stopping: every running seed writes a checkpoint");
+            for (seed, child) in &running {
+                if let Err(e) = pass_stop(child) {
+                    eprintln!("seed {seed}: {e:#}");
+                }
+            }
+        }
         while running.len() < args.jobs
             && let Some(seed) = pending.pop()
         {
             let mut cmd = std::process::Command::new(&exe);
             cmd.args(&base)
                 .args(["--seed", &seed.to_string(), "--quiet"]);
+            // A group of its own: a terminal's Ctrl-C reaches this process alone, which
+            // passes it on once (a second would make a child leave without a checkpoint).
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
             if let Some(out) = &args.out {
                 cmd.args([
                     "--out".into(),
@@ -654,15 +675,18 @@ fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
         for (seed, mut child) in running {
             match child.try_wait()? {
                 Some(status) => {
+                    let interrupted = stopping && status.code() == Some(130);
                     eprintln!(
                         "seed {seed}: {}",
                         if status.success() {
                             "done".into()
+                        } else if interrupted {
+                            "stopped (checkpoint written)".into()
                         } else {
                             format!("failed ({status})")
                         }
                     );
-                    if !status.success() {
+                    if !status.success() && !interrupted {
                         failed.push(seed);
                     }
                 }
@@ -676,11 +700,47 @@ fn seeds_cmd(args: &TrainArgs, range: &str, raw: &[String]) -> Result<()> {
             "seeds {failed:?} failed"
         ))));
     }
+    if stopping {
+        return Err(anyhow::Error::new(SeedsStopped));
+    }
     println!("trained seeds {a}..{b}; compare them with `ember plot RUN...`");
     Ok(())
 }
 
-/// Installs the Ctrl-C handler once per process.
+/// `--seeds` stopped by Ctrl-C or `SIGTERM`: every seed that was running wrote a
+/// checkpoint.
+#[derive(Debug)]
+struct SeedsStopped;
+
+impl std::fmt::Display for SeedsStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped; each seed that ran wrote a checkpoint")
+    }
+}
+
+impl std::error::Error for SeedsStopped {}
+
+/// Passes a stop on to a seed's process (`SIGINT`, which it answers with a checkpoint).
+#[cfg(unix)]
+fn pass_stop(child: &std::process::Child) -> Result<()> {
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .context("cannot run `kill` to stop a seed")?;
+    if !sent.success() {
+        bail!("`kill -INT {pid}` failed");
+    }
+    Ok(())
+}
+
+/// Elsewhere the console's Ctrl-C reaches every seed's process itself.
+#[cfg(not(unix))]
+fn pass_stop(_child: &std::process::Child) -> Result<()> {
+    Ok(())
+}
+
+/// Installs the handler of Ctrl-C, `SIGTERM` and `SIGHUP` once per process.
 fn install_ctrl_c() -> Result<()> {
     static INSTALLED: std::sync::OnceLock<std::result::Result<(), String>> =
         std::sync::OnceLock::new();
@@ -688,7 +748,7 @@ fn install_ctrl_c() -> Result<()> {
         .get_or_init(|| {
             ctrlc::set_handler(|| {
                 if STOP.swap(true, Ordering::SeqCst) {
-                    // A second Ctrl-C: leave at once (the last checkpoint stays loadable).
+                    // A second signal: leave at once (the last checkpoint stays loadable).
                     std::process::exit(130);
                 }
             })
