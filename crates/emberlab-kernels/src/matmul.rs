@@ -244,6 +244,59 @@ mod flex {
         rhs: *const f32,
         (rhs_rs, rhs_cs): (isize, isize),
     ) {
+        if transpose_pays((m, n, k), (rhs_rs, rhs_cs)) {
+            // `(rhsᵀ · lhsᵀ)ᵀ`: the product into a row-major `n × m` buffer, then turned.
+            let mut turned: Vec<f32> = Vec::with_capacity(n * m);
+            // SAFETY: the caller's contract for the operands, seen transposed; `turned`
+            // holds `n × m` floats, all written before `set_len`.
+            unsafe {
+                plain_gemm(
+                    (n, m, k),
+                    turned.as_mut_ptr(),
+                    m,
+                    rhs,
+                    (rhs_cs, rhs_rs),
+                    lhs,
+                    (lhs_cs, lhs_rs),
+                );
+                turned.set_len(n * m);
+            }
+            for (j, column) in turned.chunks_exact(m).enumerate() {
+                for (i, &v) in column.iter().enumerate() {
+                    // SAFETY: row `i < m` of `dst` holds `n > j` floats (the caller's
+                    // contract).
+                    unsafe { dst.add(i * dst_row + j).write(v) };
+                }
+            }
+            return;
+        }
+        // SAFETY: the caller's contract.
+        unsafe {
+            plain_gemm(
+                (m, n, k),
+                dst,
+                dst_row,
+                lhs,
+                (lhs_rs, lhs_cs),
+                rhs,
+                (rhs_rs, rhs_cs),
+            );
+        }
+    }
+
+    /// [`gemm_into`] without the choice of [`transpose_pays`].
+    ///
+    /// # Safety
+    /// As [`gemm_into`].
+    unsafe fn plain_gemm(
+        (m, n, k): (usize, usize, usize),
+        dst: *mut f32,
+        dst_row: usize,
+        lhs: *const f32,
+        (lhs_rs, lhs_cs): (isize, isize),
+        rhs: *const f32,
+        (rhs_rs, rhs_cs): (isize, isize),
+    ) {
         // SAFETY: the caller's contract; alpha 0 with `read_dst` false overwrites `dst`.
         crate::gemm_stats::counted(m, n, k, || unsafe {
             gemm::gemm(
@@ -268,6 +321,34 @@ mod flex {
                 gemm::Parallelism::None,
             );
         });
+    }
+
+    /// Most rows of a product [`transpose_pays`] turns (from 128 rows the turned
+    /// product was slower: `[128, 256] · [256, 256]ᵀ` 83 → 76 GFLOP/s).
+    const TURN_ROWS: usize = 64;
+
+    /// Whether `lhs · rhs` is faster computed as `(rhsᵀ · lhsᵀ)ᵀ` through a turned
+    /// buffer: a transposed `rhs` (an input's gradient, `grad · Wᵀ`), a few rows (at most
+    /// [`TURN_ROWS`]), more columns than rows. The library packs such an `rhs` by
+    /// gathering it across rows, slowly: `[16, 512] · [3136, 512]ᵀ` ran at 14 GFLOP/s
+    /// and 109 turned, `[32, 256] · [256, 256]ᵀ` at 45 and 96 (Zen 4, one thread,
+    /// `gemm_rate`). Only up to [`SHARE_MAX_DEPTH`] terms, where the library adds all of
+    /// an output's terms in one depth block, in order, whatever its kernel: the bits are
+    /// the same either way (tested), so the choice never shows in a result.
+    fn transpose_pays((m, n, k): (usize, usize, usize), (rhs_rs, rhs_cs): (isize, isize)) -> bool {
+        rhs_rs == 1 && rhs_cs != 1 && m <= TURN_ROWS && m < n && k <= SHARE_MAX_DEPTH
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn few_rows_times_a_transposed_rhs_are_turned() {
+        assert!(transpose_pays((16, 3136, 512), (1, 512)));
+        assert!(transpose_pays((64, 256, 256), (1, 256)));
+        // Many rows, a plain rhs, a deep product, more rows than columns: as they are.
+        assert!(!transpose_pays((128, 256, 256), (1, 256)));
+        assert!(!transpose_pays((16, 3136, 512), (512, 1)));
+        assert!(!transpose_pays((16, 3136, 513), (1, 513)));
+        assert!(!transpose_pays((32, 16, 256), (1, 256)));
     }
 
     /// Fewest zero rows, as a share of `m` (1/DENSE_SHARE), worth gathering the others.
@@ -492,6 +573,44 @@ mod tests {
         assert_eq!(matmul(p.clone(), q.clone()).dims(), [4, 5, 2]);
     }
 
+    /// A few rows times a transposed right operand, computed turned (`(rhsᵀ · lhsᵀ)ᵀ`),
+    /// gives burn's bits: an input's gradient at half a DQN batch, a 1-row and a 64-row
+    /// product, a row-strided left operand, a batched pair.
+    #[test]
+    fn turned_products_keep_burns_bits() {
+        let d = Device::flex();
+        let cases: Vec<(Tensor<3>, Tensor<3>)> = vec![
+            (
+                filled([1, 16, 512], 61, &d),
+                filled([1, 3136, 512], 62, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([1, 1, 300], 63, &d),
+                filled([1, 70, 300], 64, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([1, 64, 256], 65, &d),
+                filled([1, 256, 256], 66, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([1, 40, 33], 67, &d).narrow(2, 3, 29),
+                filled([1, 100, 29], 68, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([3, 8, 64], 69, &d),
+                filled([3, 1600, 64], 70, &d).swap_dims(1, 2),
+            ),
+        ];
+        for (a, b) in cases {
+            let dims = (a.dims(), b.dims());
+            assert_eq!(
+                bits(matmul(a.clone(), b.clone())),
+                bits(a.matmul(b)),
+                "{dims:?}"
+            );
+        }
+    }
+
     #[test]
     fn products_shared_with_a_waiting_thread_keep_their_bits() {
         let d = Device::flex();
@@ -509,6 +628,11 @@ mod tests {
             ),
             (filled([2, 64, 500], 47, &d), filled([2, 500, 200], 48, &d)),
             (filled([1, 130, 300], 49, &d), filled([1, 300, 100], 50, &d)),
+            // A few rows times a transposed rhs: each block turned.
+            (
+                filled([1, 16, 512], 53, &d),
+                filled([1, 3136, 512], 54, &d).swap_dims(1, 2),
+            ),
             // Too deep to share: computed alone.
             (filled([1, 64, 700], 51, &d), filled([1, 700, 200], 52, &d)),
         ];
