@@ -323,20 +323,19 @@ mod flex {
         });
     }
 
-    /// Most rows of a product [`transpose_pays`] turns (from 128 rows the turned
-    /// product was slower: `[128, 256] · [256, 256]ᵀ` 83 → 76 GFLOP/s).
-    const TURN_ROWS: usize = 64;
-
     /// Whether `lhs · rhs` is faster computed as `(rhsᵀ · lhsᵀ)ᵀ` through a turned
-    /// buffer: a transposed `rhs` (an input's gradient, `grad · Wᵀ`), a few rows (at most
-    /// [`TURN_ROWS`]), more columns than rows. The library packs such an `rhs` by
-    /// gathering it across rows, slowly: `[16, 512] · [3136, 512]ᵀ` ran at 14 GFLOP/s
-    /// and 109 turned, `[32, 256] · [256, 256]ᵀ` at 45 and 96 (Zen 4, one thread,
-    /// `gemm_rate`). Only up to [`SHARE_MAX_DEPTH`] terms, where the library adds all of
-    /// an output's terms in one depth block, in order, whatever its kernel: the bits are
-    /// the same either way (tested), so the choice never shows in a result.
+    /// buffer: a transposed `rhs` (an input's gradient, `grad · Wᵀ`), more columns than
+    /// rows, and at least four terms per row. The library packs such an `rhs` by gathering
+    /// its `k × n` values across rows, slowly; turned, it gathers the `m × k` of `lhs`
+    /// and turns `m × n` outputs. `[16, 512] · [3136, 512]ᵀ` ran at 14 GFLOP/s and 109
+    /// turned, `[128, 512] · [3136, 512]ᵀ` at 60 and 102, `[32, 256] · [256, 256]ᵀ` at 45
+    /// and 96; with two terms per row turning lost (`[128, 256] · [1024, 256]ᵀ` 82 → 51)
+    /// (Zen 4, one thread, `gemm_rate`). Only up to [`SHARE_MAX_DEPTH`] terms, where the
+    /// library adds all of an output's terms in one depth block, in order, whatever its
+    /// kernel: the bits are the same either way (tested), so the choice never shows in a
+    /// result.
     fn transpose_pays((m, n, k): (usize, usize, usize), (rhs_rs, rhs_cs): (isize, isize)) -> bool {
-        rhs_rs == 1 && rhs_cs != 1 && m <= TURN_ROWS && m < n && k <= SHARE_MAX_DEPTH
+        rhs_rs == 1 && rhs_cs != 1 && m < n && 4 * m <= k && k <= SHARE_MAX_DEPTH
     }
 
     #[cfg(test)]
@@ -344,8 +343,10 @@ mod flex {
     fn few_rows_times_a_transposed_rhs_are_turned() {
         assert!(transpose_pays((16, 3136, 512), (1, 512)));
         assert!(transpose_pays((64, 256, 256), (1, 256)));
-        // Many rows, a plain rhs, a deep product, more rows than columns: as they are.
-        assert!(!transpose_pays((128, 256, 256), (1, 256)));
+        assert!(transpose_pays((128, 3136, 512), (1, 512)));
+        // Few terms per row, a plain rhs, a deep product, more rows than columns: as
+        // they are.
+        assert!(!transpose_pays((128, 1024, 256), (1, 256)));
         assert!(!transpose_pays((16, 3136, 512), (512, 1)));
         assert!(!transpose_pays((16, 3136, 513), (1, 513)));
         assert!(!transpose_pays((32, 16, 256), (1, 256)));
@@ -574,8 +575,9 @@ mod tests {
     }
 
     /// A few rows times a transposed right operand, computed turned (`(rhsᵀ · lhsᵀ)ᵀ`),
-    /// gives burn's bits: an input's gradient at half a DQN batch, a 1-row and a 64-row
-    /// product, a row-strided left operand, a batched pair.
+    /// gives burn's bits: an input's gradient at half a DQN batch and at half a PPO
+    /// minibatch, a 1-row and a 64-row product, a row-strided left operand, a batched
+    /// pair.
     #[test]
     fn turned_products_keep_burns_bits() {
         let d = Device::flex();
@@ -591,6 +593,10 @@ mod tests {
             (
                 filled([1, 64, 256], 65, &d),
                 filled([1, 256, 256], 66, &d).swap_dims(1, 2),
+            ),
+            (
+                filled([1, 128, 512], 71, &d),
+                filled([1, 3136, 512], 72, &d).swap_dims(1, 2),
             ),
             (
                 filled([1, 40, 33], 67, &d).narrow(2, 3, 29),
