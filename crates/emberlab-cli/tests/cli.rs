@@ -400,6 +400,13 @@ fn wait_for_rows(runs: &[PathBuf], after: usize) {
     }
 }
 
+/// Sends `SIGTERM` to `child` alone.
+fn terminate(child: &std::process::Child) {
+    let pid = child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(sent.success(), "kill -TERM {pid}");
+}
+
 /// The env steps in `interrupted at N env steps` lines of `stderr`, in order.
 fn interrupted_at(stderr: &str) -> Vec<u64> {
     stderr
@@ -435,14 +442,7 @@ fn seeds_stopped_with_sigterm_checkpoint_every_seed() {
         .unwrap();
     let runs = [cwd.join("runs/s0"), cwd.join("runs/s1")];
     wait_for_rows(&runs, 2);
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    terminate(&child);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -469,14 +469,7 @@ fn seeds_stopped_with_sigterm_checkpoint_every_seed() {
         .spawn()
         .unwrap();
     wait_for_rows(&runs[..1], before + 1);
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    terminate(&child);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");

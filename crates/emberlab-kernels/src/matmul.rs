@@ -248,9 +248,10 @@ mod flex {
             // `(rhsᵀ · lhsᵀ)ᵀ`: the product into a row-major `n × m` buffer, then turned.
             let mut turned: Vec<f32> = Vec::with_capacity(n * m);
             // SAFETY: the caller's contract for the operands, seen transposed; `turned`
-            // holds `n × m` floats, all written before `set_len`.
+            // holds `n × m` floats, all written before `set_len`. Turned, the product has
+            // more rows than columns: this call is not turned again.
             unsafe {
-                plain_gemm(
+                gemm_into(
                     (n, m, k),
                     turned.as_mut_ptr(),
                     m,
@@ -270,33 +271,6 @@ mod flex {
             }
             return;
         }
-        // SAFETY: the caller's contract.
-        unsafe {
-            plain_gemm(
-                (m, n, k),
-                dst,
-                dst_row,
-                lhs,
-                (lhs_rs, lhs_cs),
-                rhs,
-                (rhs_rs, rhs_cs),
-            );
-        }
-    }
-
-    /// [`gemm_into`] without the choice of [`transpose_pays`].
-    ///
-    /// # Safety
-    /// As [`gemm_into`].
-    unsafe fn plain_gemm(
-        (m, n, k): (usize, usize, usize),
-        dst: *mut f32,
-        dst_row: usize,
-        lhs: *const f32,
-        (lhs_rs, lhs_cs): (isize, isize),
-        rhs: *const f32,
-        (rhs_rs, rhs_cs): (isize, isize),
-    ) {
         // SAFETY: the caller's contract; alpha 0 with `read_dst` false overwrites `dst`.
         crate::gemm_stats::counted(m, n, k, || unsafe {
             gemm::gemm(
