@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// The `ember` command with these arguments (the binary, or a program of a user's own).
@@ -30,6 +30,25 @@ pub enum Signal {
     Interrupt,
     /// `SIGTERM` (`kill`, a job scheduler's stop): answered as Ctrl-C is.
     Terminate,
+}
+
+/// Sends `signal` to `child` through the `kill` command.
+///
+/// # Errors
+/// `kill` cannot run, or fails (the process is gone).
+pub fn send(child: &Child, signal: Signal) -> Result<()> {
+    let flag = match signal {
+        Signal::Kill => "-KILL",
+        Signal::Interrupt => "-INT",
+        Signal::Terminate => "-TERM",
+    };
+    let pid = child.id().to_string();
+    let sent = Command::new("kill")
+        .args([flag, &pid])
+        .status()
+        .context("cannot run `kill`")?;
+    ensure!(sent.success(), "kill {flag} {pid} failed");
+    Ok(())
 }
 
 /// A tiny generator for kill delays.
@@ -100,14 +119,7 @@ pub fn stop_and_resume(
                 child.wait()?;
             }
             Signal::Interrupt | Signal::Terminate => {
-                let pid = child.id().to_string();
-                let flag = if signal == Signal::Interrupt {
-                    "-INT"
-                } else {
-                    "-TERM"
-                };
-                let sent = Command::new("kill").args([flag, &pid]).status()?;
-                ensure!(sent.success(), "kill {flag} {pid} failed");
+                send(&child, signal)?;
                 let out = child.wait_with_output()?;
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 if out.status.success() {

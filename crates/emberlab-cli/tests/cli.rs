@@ -402,9 +402,7 @@ fn wait_for_rows(runs: &[PathBuf], after: usize) {
 
 /// Sends `SIGTERM` to `child` alone.
 fn terminate(child: &std::process::Child) {
-    let pid = child.id().to_string();
-    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(sent.success(), "kill -TERM {pid}");
+    ok(emberlab_cli::checks::send(child, Signal::Terminate));
 }
 
 /// The env steps in `interrupted at N env steps` lines of `stderr`, in order.

@@ -723,15 +723,7 @@ impl std::error::Error for SeedsStopped {}
 /// Passes a stop on to a seed's process (`SIGINT`, which it answers with a checkpoint).
 #[cfg(unix)]
 fn pass_stop(child: &std::process::Child) -> Result<()> {
-    let pid = child.id().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .context("cannot run `kill` to stop a seed")?;
-    if !sent.success() {
-        bail!("`kill -INT {pid}` failed");
-    }
-    Ok(())
+    crate::checks::send(child, crate::checks::Signal::Interrupt)
 }
 
 /// Elsewhere the console's Ctrl-C reaches every seed's process itself.
