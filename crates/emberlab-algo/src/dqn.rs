@@ -131,7 +131,8 @@ impl DqnConfig {
     /// Known: `CartPole-v1`, `Acrobot-v1` (zoo's `gradient_steps: -1` with one env is 4
     /// updates per 4 steps), and every Atari id (zoo's `atari` entry, for
     /// [`DqnConfig::build_pixels`] on stacks of 4 frames; evaluation every 250k steps on 5
-    /// games is ours).
+    /// games is ours). zoo trains SB3's DQN, whose target is the target network's own
+    /// maximum, so every preset sets `double_q: false`.
     ///
     /// # Errors
     /// An id zoo has no DQN entry for.
@@ -140,6 +141,7 @@ impl DqnConfig {
             "CartPole-v1" => Ok((
                 DqnConfig {
                     hidden: vec![256, 256],
+                    double_q: false,
                     learning_rate: 2.3e-3,
                     target_update_interval: 10,
                     exploration: LinearSchedule {
@@ -165,6 +167,7 @@ impl DqnConfig {
             "Acrobot-v1" => Ok((
                 DqnConfig {
                     hidden: vec![256, 256],
+                    double_q: false,
                     learning_rate: 6.3e-4,
                     target_update_interval: 250,
                     exploration: LinearSchedule {
@@ -191,6 +194,7 @@ impl DqnConfig {
             atari if emberlab_env::is_atari_id(atari) => Ok((
                 DqnConfig {
                     learning_rate: 1e-4,
+                    double_q: false,
                     target_update_interval: 1000,
                     exploration: LinearSchedule {
                         start: 1.0,
