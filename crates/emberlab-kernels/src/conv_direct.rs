@@ -20,6 +20,8 @@
 //! Any stride, no copy of the input.
 
 use crate::conv_shape::ConvShape;
+#[cfg(target_arch = "x86_64")]
+use crate::transpose::transpose_into;
 
 /// `y [n, o, oh, ow]` of `x [n, c, h, w]`, the weight `[o, c · kh · kw]` and the bias `[o]`,
 /// when [`applies`]; `false` (nothing written) otherwise.
@@ -123,17 +125,6 @@ fn geometry(s: &ConvShape) -> (Vec<usize>, Vec<usize>) {
         .map(|q| (q / ow) * sh * width + (q % ow) * sw)
         .collect();
     (offsets, corners)
-}
-
-/// `m [rows, cols]` transposed into `t [cols, rows]`.
-#[cfg(target_arch = "x86_64")]
-fn transpose_into(m: &[f32], rows: usize, cols: usize, t: &mut [f32]) {
-    debug_assert_eq!(m.len(), t.len(), "a transpose into another size");
-    for (r, row) in m.chunks_exact(cols).enumerate() {
-        for (i, &v) in row.iter().enumerate() {
-            t[i * rows + r] = v;
-        }
-    }
 }
 
 /// `m [rows, cols]` transposed into `[cols, rows]`.

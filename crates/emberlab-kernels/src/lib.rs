@@ -58,6 +58,8 @@ mod scratch;
 mod tanh_gaussian;
 #[cfg(feature = "flex")]
 mod thin;
+#[cfg(feature = "flex")]
+mod transpose;
 pub mod worker;
 
 pub use activation::{HostRelu, HostTanh, relu, tanh};

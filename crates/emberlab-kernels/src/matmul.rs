@@ -262,13 +262,9 @@ mod flex {
                 );
                 turned.set_len(n * m);
             }
-            for (j, column) in turned.chunks_exact(m).enumerate() {
-                for (i, &v) in column.iter().enumerate() {
-                    // SAFETY: row `i < m` of `dst` holds `n > j` floats (the caller's
-                    // contract).
-                    unsafe { dst.add(i * dst_row + j).write(v) };
-                }
-            }
+            // SAFETY: `dst` holds `m` rows of `n` floats `dst_row` apart (the caller's
+            // contract), apart from `turned`.
+            unsafe { crate::transpose::transpose_to(&turned, n, m, dst, dst_row) };
             return;
         }
         // SAFETY: the caller's contract; alpha 0 with `read_dst` false overwrites `dst`.

@@ -5,10 +5,11 @@
 //! `OptimizerKind::Adam`, host Adam on flex) — `benches/reference/dqn_cnn_update.py`'s
 //! update. Sequential (one thread) and by rows (two halves side by side, as `Dqn` runs its
 //! update), plus the forward alone at batch 1 and 32. Each configuration is timed in
-//! alternating rounds; medians are printed.
+//! alternating rounds; medians are printed. A second argument keeps only the modes whose
+//! names contain it (e.g. `by_rows`, for `perf record`).
 //!
 //! ```sh
-//! cargo run --release -p emberlab-labs --bin conv_speed [rounds]
+//! cargo run --release -p emberlab-labs --bin conv_speed [rounds] [mode]
 //! ```
 //!
 //! Prints `conv_speed mode=MODE median_ms=X min_ms=Y`.
@@ -124,8 +125,13 @@ fn main() -> Result<()> {
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); parts.len() + 2];
     let x1 = pixels_to_unit(&batch.obs[..frame], [1, STACK, SIDE, SIDE], &plain)?;
     let x32 = pixels_to_unit(&batch.obs, [BATCH, STACK, SIDE, SIDE], &plain)?;
+    let only = std::env::args().nth(2).unwrap_or_default();
+    let wanted = |name: &str| name.contains(only.as_str());
     for round in 0..rounds + 1 {
-        for (i, (_, p)) in parts.iter_mut().enumerate() {
+        for (i, (name, p)) in parts.iter_mut().enumerate() {
+            if !wanted(name) {
+                continue;
+            }
             let t = Instant::now();
             let shares = run_by_rows(p, "conv", (BATCH, p.threads()), |rows| grads_of(&q, rows))?;
             let grads = sum_gradients(&q, shares);
@@ -135,6 +141,9 @@ fn main() -> Result<()> {
             }
         }
         for (j, x) in [&x1, &x32].into_iter().enumerate() {
+            if !wanted(["forward_b1", "forward_b32"][j]) {
+                continue;
+            }
             let t = Instant::now();
             let reps = if j == 0 { 20 } else { 2 };
             for _ in 0..reps {
@@ -157,6 +166,9 @@ fn main() -> Result<()> {
         "forward_b32",
     ];
     for (name, mut t) in names.iter().zip(times) {
+        if t.is_empty() {
+            continue;
+        }
         t.sort_by(f64::total_cmp);
         println!(
             "conv_speed mode={name} median_ms={:.3} min_ms={:.3}",
