@@ -108,9 +108,10 @@ pub trait HostConvSteps: Backend {
 #[cfg(feature = "flex")]
 mod flex {
     use super::{ConvShape, HostConv, HostConvSteps};
+    use crate::conv_direct::Direct;
     use crate::host::with_values;
     use crate::product::{HostMatrix, host_product};
-    use crate::{conv_direct, scratch};
+    use crate::scratch;
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::tensor::{DType, TensorData};
@@ -345,18 +346,16 @@ mod flex {
             b: &FlexTensor,
             s: &ConvShape,
         ) -> Option<FlexTensor> {
-            if !conv_direct::applies(s) {
-                return None;
-            }
+            let direct = Direct::of(s)?;
             let [oh, ow] = s.output()?;
             let (n, o) = (s.input[0], s.out);
             let mut y = vec![0.0f32; n * o * oh * ow];
-            let done = with_values(x, |xv| {
+            with_values(x, |xv| {
                 with_values(w, |wv| {
-                    with_values(b, |bv| conv_direct::forward(xv, wv, bv, s, &mut y))
+                    with_values(b, |bv| direct.forward(xv, wv, bv, &mut y))
                 })
             });
-            done.then(|| FlexTensor::from_data(TensorData::new(y, [n, o, oh, ow])))
+            Some(FlexTensor::from_data(TensorData::new(y, [n, o, oh, ow])))
         }
 
         fn conv_param_grads(
@@ -394,23 +393,19 @@ mod flex {
             dy: FlexTensor,
             s: &ConvShape,
         ) -> Option<(FlexTensor, FlexTensor)> {
-            if !conv_direct::applies(s) {
-                return None;
-            }
+            let direct = Direct::of(s)?;
             let [oh, ow] = s.output()?;
             let (o, k, p) = (s.out, s.patch(), oh * ow);
             let mut dw = vec![0.0f32; o * k];
             let mut db = vec![0.0f32; o];
-            let done = with_values(&dy, |g| {
+            with_values(&dy, |g| {
                 bias_grad(g, p, &mut db);
-                with_values(x, |xv| conv_direct::weight_grad(xv, g, s, &mut dw))
+                with_values(x, |xv| direct.weight_grad(xv, g, &mut dw))
             });
-            done.then(|| {
-                (
-                    FlexTensor::from_data(TensorData::new(dw, w.layout().shape().clone())),
-                    FlexTensor::from_data(TensorData::new(db, [o])),
-                )
-            })
+            Some((
+                FlexTensor::from_data(TensorData::new(dw, w.layout().shape().clone())),
+                FlexTensor::from_data(TensorData::new(db, [o])),
+            ))
         }
 
         fn conv_input_grad(dy: FlexTensor, w: FlexTensor, s: &ConvShape) -> FlexTensor {

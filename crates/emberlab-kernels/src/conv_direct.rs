@@ -23,65 +23,74 @@ use crate::conv_shape::ConvShape;
 #[cfg(target_arch = "x86_64")]
 use crate::transpose::transpose_into;
 
-/// `y [n, o, oh, ow]` of `x [n, c, h, w]`, the weight `[o, c · kh · kw]` and the bias `[o]`,
-/// when [`applies`]; `false` (nothing written) otherwise.
-pub(crate) fn forward(x: &[f32], w: &[f32], bias: &[f32], s: &ConvShape, y: &mut [f32]) -> bool {
-    if !applies(s) {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let padded = with_padding(x, s);
-        let (x, s) = padded.as_ref().map_or((x, s), |(x, s)| (x.as_slice(), s));
-        // SAFETY: `applies` found AVX-512F on this CPU; lengths are checked inside.
-        unsafe { avx512::forward(x, w, bias, s, y) };
-        true
-    }
+/// Proof that this CPU computes one shape's convolution from the input: output channels a
+/// multiple of 16, a non-empty input, patch and output, and AVX-512F, checked once by
+/// [`Direct::of`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Direct {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    shape: ConvShape,
+    /// Off x86-64 no kernel exists, so no `Direct` can be made.
     #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (x, w, bias, y);
-        false
-    }
+    never: std::convert::Infallible,
 }
 
-/// The weight's gradient `dw [o, c · kh · kw]` (overwritten) from `x [n, c, h, w]` and the
-/// output's gradient `dy [n, o, oh, ow]`, when [`applies`]; `false` (nothing written)
-/// otherwise.
-pub(crate) fn weight_grad(x: &[f32], dy: &[f32], s: &ConvShape, dw: &mut [f32]) -> bool {
-    if !applies(s) {
-        return false;
+impl Direct {
+    /// `Some` where this CPU computes `s` from the input; `None` for im2col and the GEMM.
+    pub(crate) fn of(s: &ConvShape) -> Option<Direct> {
+        let sized = s.out > 0
+            && s.out.is_multiple_of(16)
+            && s.patch() > 0
+            && s.input.iter().all(|&d| d > 0)
+            && s.output().is_some_and(|[oh, ow]| oh * ow > 0);
+        #[cfg(target_arch = "x86_64")]
+        {
+            (sized && std::arch::is_x86_feature_detected!("avx512f"))
+                .then_some(Direct { shape: *s })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = sized;
+            None
+        }
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let padded = with_padding(x, s);
-        let (x, s) = padded.as_ref().map_or((x, s), |(x, s)| (x.as_slice(), s));
-        // SAFETY: `applies` found AVX-512F on this CPU; lengths are checked inside.
-        unsafe { avx512::weight_grad(x, dy, s, dw) };
-        true
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (x, dy, dw);
-        false
-    }
-}
 
-/// Whether [`forward`] and [`weight_grad`] compute this shape here: output channels a
-/// multiple of 16, a non-empty input, patch and output, and AVX-512F.
-pub(crate) fn applies(s: &ConvShape) -> bool {
-    let sized = s.out > 0
-        && s.out.is_multiple_of(16)
-        && s.patch() > 0
-        && s.input.iter().all(|&d| d > 0)
-        && s.output().is_some_and(|[oh, ow]| oh * ow > 0);
-    #[cfg(target_arch = "x86_64")]
-    {
-        sized && std::arch::is_x86_feature_detected!("avx512f")
+    /// `y [n, o, oh, ow]` of `x [n, c, h, w]`, the weight `[o, c · kh · kw]` and the bias
+    /// `[o]`, every value written.
+    pub(crate) fn forward(&self, x: &[f32], w: &[f32], bias: &[f32], y: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let padded = with_padding(x, &self.shape);
+            let (x, s) = padded
+                .as_ref()
+                .map_or((x, &self.shape), |(x, s)| (x.as_slice(), s));
+            // SAFETY: `Direct::of` found AVX-512F on this CPU; lengths are checked inside.
+            unsafe { avx512::forward(x, w, bias, s, y) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, w, bias, y);
+            match self.never {}
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = sized;
-        false
+
+    /// The weight's gradient `dw [o, c · kh · kw]` (overwritten) from `x [n, c, h, w]` and
+    /// the output's gradient `dy [n, o, oh, ow]`.
+    pub(crate) fn weight_grad(&self, x: &[f32], dy: &[f32], dw: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let padded = with_padding(x, &self.shape);
+            let (x, s) = padded
+                .as_ref()
+                .map_or((x, &self.shape), |(x, s)| (x.as_slice(), s));
+            // SAFETY: `Direct::of` found AVX-512F on this CPU; lengths are checked inside.
+            unsafe { avx512::weight_grad(x, dy, s, dw) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, dy, dw);
+            match self.never {}
+        }
     }
 }
 
@@ -116,7 +125,7 @@ fn geometry(s: &ConvShape) -> (Vec<usize>, Vec<usize>) {
     let [_, c, h, width] = s.input;
     let [kh, kw] = s.kernel;
     let [sh, sw] = s.stride;
-    let [_, ow] = s.output().expect("checked by applies");
+    let [_, ow] = s.output().expect("checked by Direct::of");
     let offsets = (0..c)
         .flat_map(|ci| (0..kh).flat_map(move |i| (0..kw).map(move |j| (ci * h + i) * width + j)))
         .collect();

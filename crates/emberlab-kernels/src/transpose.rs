@@ -37,7 +37,9 @@ pub(crate) unsafe fn transpose_to(
     }
 }
 
-/// `src [rows, cols]` (row-major) transposed into `dst [cols, rows]`.
+/// `src [rows, cols]` (row-major) transposed into `dst [cols, rows]` (for the direct
+/// convolution, which exists on x86-64 only).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn transpose_into(src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
     assert_eq!(
         dst.len(),
