@@ -854,7 +854,7 @@ fn atari_runner<'a>(cwd: &'a Path, args: &[&str]) -> Option<impl Fn(&[&str]) -> 
     }
     let python = std::env::var("EMBER_PY_PYTHON").expect(
         "EMBER_PY_PYTHON is not set: the Atari command test needs Python with gymnasium, \
-         ale-py and stable-baselines3 (scripts/setup-python.sh)",
+         ale-py and opencv-python-headless (scripts/setup-python.sh)",
     );
     Some(move |args: &[&str]| {
         Command::new(EMBER)

@@ -1,4 +1,4 @@
-//! Atari games through `AtariEnv` (the worker running SB3's `AtariWrapper`) and
+//! Atari games through `AtariEnv` (the worker's layers, written after SB3's `AtariWrapper`) and
 //! `FrameStack`, against traces recorded from Stable-Baselines3's own stack
 //! (`VecFrameStack(DummyVecEnv([AtariWrapper(gym.make(id))]), 4)`) by
 //! `crates/emberlab-env/tools/gen_atari_traces.py`, the same seeds and actions: every

@@ -48,6 +48,7 @@ mod gaussian_policy;
 mod mlp;
 pub mod noise;
 pub mod onnx;
+mod orthogonal;
 mod pixels;
 mod pixels_onnx;
 mod target;
@@ -63,6 +64,7 @@ pub use frozen::{FROZEN_MAX_ROWS, FrozenGaussianTanhPolicy, FrozenMlp};
 pub use gaussian_policy::{GaussianTanhPolicy, GaussianTanhPolicyConfig, MIN_ROWS_PER_THREAD};
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use onnx::OnnxGraph;
+pub use orthogonal::{orthogonal, orthogonal_param};
 pub use pixels::{
     ImpalaCnn, ImpalaCnnConfig, ImpalaStage, NatureCnn, NatureCnnConfig, PixelEncoder,
     PixelEncoderKind, ResidualBlock, pixels_to_unit,

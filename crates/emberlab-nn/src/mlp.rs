@@ -1,7 +1,8 @@
 //! A multi-layer perceptron with a choice of activation and optional layer norm.
 
+use crate::orthogonal::orthogonal_param;
 use burn::module::{Module, Param};
-use burn::nn::{Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 use emberlab_core::{Error, Result};
 
@@ -101,10 +102,8 @@ impl MlpConfig {
                 None => LinearConfig::new(w[0], w[1]).init(device),
                 Some((hidden, output)) => {
                     let gain = if i == last { output } else { hidden };
-                    let mut layer = LinearConfig::new(w[0], w[1])
-                        .with_initializer(Initializer::Orthogonal { gain })
-                        .with_bias(false)
-                        .init(device);
+                    let mut layer = LinearConfig::new(w[0], w[1]).with_bias(false).init(device);
+                    layer.weight = orthogonal_param([w[0], w[1]], gain, device);
                     layer.bias = Some(Param::from_tensor(Tensor::zeros([w[1]], device)));
                     layer
                 }

@@ -18,10 +18,11 @@
 //! ```
 
 use crate::mlp::linear;
+use crate::orthogonal::orthogonal_param;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use burn::nn::{Initializer, Linear, LinearConfig, PaddingConfig2d};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::{Device, Tensor, TensorData};
 use emberlab_core::{Error, Result};
 
@@ -110,12 +111,11 @@ impl NatureCnnConfig {
         let convs = NATURE_CONVS
             .iter()
             .map(|&(out, k, s)| {
-                let mut config = Conv2dConfig::new([channels, out], [k, k]).with_stride([s, s]);
+                let mut conv = Conv2dConfig::new([channels, out], [k, k])
+                    .with_stride([s, s])
+                    .init(device);
                 if let Some(gain) = self.orthogonal {
-                    config = config.with_initializer(Initializer::Orthogonal { gain });
-                }
-                let mut conv = config.init(device);
-                if self.orthogonal.is_some() {
+                    conv.weight = orthogonal_param([out, channels, k, k], gain, device);
                     conv.bias = Some(Param::from_tensor(Tensor::zeros([out], device)));
                 }
                 channels = out;
@@ -124,12 +124,9 @@ impl NatureCnnConfig {
             .collect();
         let (h, w) = spatial[2];
         let flat = channels * h * w;
-        let mut config = LinearConfig::new(flat, self.features);
+        let mut fc = LinearConfig::new(flat, self.features).init(device);
         if let Some(gain) = self.orthogonal {
-            config = config.with_initializer(Initializer::Orthogonal { gain });
-        }
-        let mut fc = config.init(device);
-        if self.orthogonal.is_some() {
+            fc.weight = orthogonal_param([flat, self.features], gain, device);
             fc.bias = Some(Param::from_tensor(Tensor::zeros([self.features], device)));
         }
         Ok(NatureCnn { convs, fc }.materialize())

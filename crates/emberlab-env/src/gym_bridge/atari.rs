@@ -1,12 +1,15 @@
 //! [`AtariEnv`]: an Atari game stepped by the Arcade Learning Environment (PyPI's `ale-py`)
-//! through Gymnasium and Stable-Baselines3's `AtariWrapper`, in a Python worker process
-//! (`atari.py`) of its own or shared with other games ([`AtariEnv::in_workers`]).
+//! through Gymnasium and the semantics of Stable-Baselines3's `AtariWrapper`, in a Python
+//! worker process (`atari.py`) of its own or shared with other games
+//! ([`AtariEnv::in_workers`]).
 //!
 //! **Why a process.** ale-py is GPL-2; Ember's crates are MIT/Apache. Running it in another
 //! process, spoken to over a pipe, keeps it out of Ember's binaries. A study of ale-py's own
 //! threaded vector env (docs/plans/atari.md) found that no setting of it reproduces SB3's
 //! wrappers exactly — fire reset, life loss and max-pooling all differ. The worker therefore
-//! runs SB3's `AtariWrapper` itself: no-op starts (up to 30), frame skip 4 with the max of
+//! runs `AtariWrapper`'s layers, written out in `atari.py` (SB3's package imports PyTorch:
+//! 1.8 s and 610 MB per worker) and checked against SB3's own stack by `tests/atari.rs`:
+//! no-op starts (up to 30), frame skip 4 with the max of
 //! the last two frames, a lost life ends the episode (the game goes on after the reset),
 //! fire after every reset where the game has FIRE, 84×84 grayscale, rewards clipped to their
 //! sign. Each step sends back the *newest* frame only (7 KB); stacks are built by Ember
@@ -104,7 +107,7 @@ impl std::fmt::Debug for AtariEnv {
 
 impl AtariEnv {
     /// The game `id` (`PongNoFrameskip-v4`, `ALE/Breakout-v5`, ...) run by the interpreter in
-    /// `EMBER_PYTHON` (else `python3`), which needs gymnasium, ale-py, stable-baselines3 and
+    /// `EMBER_PYTHON` (else `python3`), which needs gymnasium, ale-py and
     /// opencv-python-headless.
     ///
     /// # Errors
@@ -165,16 +168,26 @@ impl AtariEnv {
             ));
         }
         let per = games.div_ceil(workers.min(games));
+        let counts: Vec<usize> = (0..games)
+            .step_by(per)
+            .map(|first| per.min(games - first))
+            .collect();
+        // Every worker starts before the first is waited for: each spends a second or two
+        // importing its packages and making its games, side by side on the cores (one after
+        // the other, 2 workers took ~5 s of a PPO run's start).
+        let started = counts
+            .iter()
+            .map(|&n| Self::start_worker(id, config, python, n))
+            .collect::<Result<Vec<_>>>()?;
         let mut all = Vec::with_capacity(games);
-        while all.len() < games {
-            let n = per.min(games - all.len());
-            all.extend(Self::one_worker(id, config, python, n)?);
+        for (worker, n) in started.into_iter().zip(counts) {
+            all.extend(Self::games_of(worker, id, n)?);
         }
         Ok(all)
     }
 
-    /// `n` games in one new worker.
-    fn one_worker(id: &str, config: &AtariConfig, python: &str, n: usize) -> Result<Vec<Self>> {
+    /// A new worker for `n` games, started (not yet answered).
+    fn start_worker(id: &str, config: &AtariConfig, python: &str, n: usize) -> Result<Worker> {
         let flag = |b: bool| if b { "1" } else { "0" };
         let args = [
             id.to_string(),
@@ -186,7 +199,11 @@ impl AtariEnv {
             n.to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut worker = Worker::spawn(python, SCRIPT, &args, format!("atari:{id}"))?;
+        Worker::spawn(python, SCRIPT, &args, format!("atari:{id}"))
+    }
+
+    /// The `n` games of a started worker, once it answers with their sizes.
+    fn games_of(mut worker: Worker, id: &str, n: usize) -> Result<Vec<Self>> {
         let tag = worker.tag()?;
         if tag != b'H' {
             return Err(worker.unexpected(tag, "the game's sizes"));
