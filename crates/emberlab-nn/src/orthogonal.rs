@@ -3,7 +3,7 @@
 //!
 //! burn's `Initializer::Orthogonal` draws the same Gaussian matrix and takes its QR
 //! factorisation through tensor operations: for the Nature CNN's 3136 × 512 layer that took
-//! ~25 s of a PPO or A2C run's start on flex, one scalar operation at a time. The factor
+//! ~17 s of a PPO or A2C run's ~27 s start on flex, one scalar operation at a time. The factor
 //! with a positive diagonal is unique, so the same `Q` comes from any sound method; here it
 //! is Cholesky QR applied twice (CholQR2) on the matrix's columns, which for Gaussian
 //! matrices (full rank, condition numbers far below `f64`'s 1e8 limit for CholQR2) gives
